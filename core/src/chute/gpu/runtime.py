@@ -1,0 +1,133 @@
+"""GPU runtime helpers: lazy CuPy / nvImageCodec imports, device selection, CUDA streams.
+
+Nothing here imports CuPy or nvImageCodec at module load, so ``import chute`` works on a
+machine without a GPU; the first GPU operation calls :func:`require_gpu`, which raises a
+``RuntimeError`` that names the missing piece and the pip extra that brings it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from types import ModuleType
+from typing import Any
+
+__all__ = [
+    "INSTALL_HINT",
+    "cupy_module",
+    "device_count",
+    "gpu_available",
+    "nvimgcodec_module",
+    "release_streams",
+    "require_gpu",
+    "stream_for",
+    "use_device",
+]
+
+INSTALL_HINT = "pip install chute[cuda13] (CUDA 13 driver) or chute[cuda12] (CUDA 12 driver)"
+
+
+@functools.cache
+def _import_cupy() -> ModuleType | None:
+    try:
+        import cupy
+    except Exception:  # an installed but broken CuPy (no libcuda) counts as missing
+        return None
+    return cupy
+
+
+@functools.cache
+def _import_nvimgcodec() -> ModuleType | None:
+    try:
+        from nvidia import nvimgcodec
+    except Exception:
+        return None
+    return nvimgcodec
+
+
+def device_count() -> int:
+    """Return how many CUDA devices CuPy sees (0 without CuPy or a driver)."""
+    cupy = _import_cupy()
+    if cupy is None:
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def gpu_available() -> bool:
+    """Return True when CuPy imports and at least one CUDA device is visible."""
+    return device_count() > 0
+
+
+def require_gpu(what: str, *, codec: bool = False, device_id: int | None = None) -> ModuleType:
+    """Return the cupy module, or raise RuntimeError saying what ``what`` is missing."""
+    cupy = _import_cupy()
+    if cupy is None:
+        raise RuntimeError(
+            f"{what} needs CuPy, which is not installed or failed to load: {INSTALL_HINT}"
+        )
+    n = device_count()
+    if n == 0:
+        raise RuntimeError(
+            f"{what} needs an NVIDIA GPU, but CuPy sees no CUDA device (driver missing or "
+            "CUDA_VISIBLE_DEVICES empty)"
+        )
+    if device_id is not None and not 0 <= device_id < n:
+        raise RuntimeError(
+            f"{what}: device_id={device_id} is out of range; {n} CUDA device(s) visible"
+        )
+    if codec and _import_nvimgcodec() is None:
+        raise RuntimeError(
+            f"{what} needs NVIDIA nvImageCodec (package nvidia-nvimgcodec-cu13 / -cu12), which is "
+            f"not installed or failed to load: {INSTALL_HINT}"
+        )
+    return cupy
+
+
+def cupy_module() -> ModuleType:
+    """Return cupy, raising the install hint when it is missing."""
+    return require_gpu("chute's GPU path")
+
+
+def nvimgcodec_module() -> ModuleType:
+    """Return nvidia.nvimgcodec, raising the install hint when it is missing."""
+    require_gpu("GPU image decoding", codec=True)
+    module = _import_nvimgcodec()
+    assert module is not None
+    return module
+
+
+def use_device(device_id: int) -> Any:
+    """Return a context manager that makes ``device_id`` current in this thread."""
+    cupy = require_gpu("chute's GPU path", device_id=device_id)
+    return cupy.cuda.Device(device_id)
+
+
+_streams: dict[tuple[int, object], Any] = {}
+_streams_lock = threading.Lock()
+
+
+def stream_for(owner: object, device_id: int = 0) -> Any:
+    """Return the non-blocking CUDA stream of ``owner`` (a pipeline) on ``device_id``.
+
+    One stream per (owner, device), created on first use, so that two pipelines never
+    serialize on each other's work and none of them uses the legacy default stream.
+    """
+    cupy = require_gpu("chute's GPU path", device_id=device_id)
+    key = (device_id, owner)
+    with _streams_lock:
+        stream = _streams.get(key)
+        if stream is None:
+            with cupy.cuda.Device(device_id):
+                stream = cupy.cuda.Stream(non_blocking=True)
+            _streams[key] = stream
+        return stream
+
+
+def release_streams(owner: object) -> None:
+    """Forget the streams of ``owner`` (call when a pipeline is torn down)."""
+    with _streams_lock:
+        for key in [k for k in _streams if k[1] is owner]:
+            del _streams[key]
