@@ -1,0 +1,156 @@
+"""Crop windows for the cropping decoders: random (Inception-style), anchored, sliced.
+
+Every function returns (y0, x0, crop_h, crop_w) in pixels of the (oriented)
+image, which the decoders turn into ``roi = (y0, x0, y0 + crop_h, x0 + crop_w)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+CropWindow = tuple[int, int, int, int]
+
+
+def random_crop_window(
+    height: int,
+    width: int,
+    area: tuple[float, float] = (0.08, 1.0),
+    aspect_ratio: tuple[float, float] = (3 / 4, 4 / 3),
+    num_attempts: int = 10,
+    rng: np.random.Generator | None = None,
+) -> CropWindow:
+    """Draw a random crop covering a uniform fraction of the area with log-uniform aspect ratio.
+
+    The distribution is that of the Inception / RandomResizedCrop sampler:
+    up to ``num_attempts`` draws of (area fraction ~ U(area), aspect w/h ~
+    exp(U(log aspect_ratio))); the first that fits is placed uniformly.
+    If none fits, the whole image is taken, narrowed to the aspect-ratio
+    range and centred.
+    """
+    if height <= 0 or width <= 0:
+        raise ValueError(f"image size must be positive, got {height}x{width} (HxW)")
+    if not (0 < area[0] <= area[1]):
+        raise ValueError(f"area must be 0 < min <= max, got {area!r}")
+    if not (0 < aspect_ratio[0] <= aspect_ratio[1]):
+        raise ValueError(f"aspect_ratio must be 0 < min <= max, got {aspect_ratio!r}")
+    if rng is None:
+        rng = np.random.default_rng()
+    image_area = height * width
+    log_min, log_max = math.log(aspect_ratio[0]), math.log(aspect_ratio[1])
+    for _ in range(num_attempts):
+        target_area = image_area * rng.uniform(area[0], area[1])
+        aspect = math.exp(rng.uniform(log_min, log_max))
+        # Python's round (half to even) on purpose: the reference sampler uses it.
+        crop_w = round(math.sqrt(target_area * aspect))
+        crop_h = round(math.sqrt(target_area / aspect))
+        if 0 < crop_w <= width and 0 < crop_h <= height:
+            y0 = int(rng.integers(0, height - crop_h + 1))
+            x0 = int(rng.integers(0, width - crop_w + 1))
+            return y0, x0, crop_h, crop_w
+    image_aspect = width / height
+    if image_aspect < aspect_ratio[0]:
+        crop_w = width
+        crop_h = round(crop_w / aspect_ratio[0])
+    elif image_aspect > aspect_ratio[1]:
+        crop_h = height
+        crop_w = round(crop_h * aspect_ratio[1])
+    else:
+        crop_h, crop_w = height, width
+    crop_h, crop_w = max(1, min(crop_h, height)), max(1, min(crop_w, width))
+    return (height - crop_h) // 2, (width - crop_w) // 2, crop_h, crop_w
+
+
+def crop_window_from_anchor(
+    height: int,
+    width: int,
+    crop_h: int,
+    crop_w: int,
+    pos_x: float = 0.5,
+    pos_y: float = 0.5,
+) -> CropWindow:
+    """Place a crop_h x crop_w window at relative position (pos_x, pos_y) in [0, 1], DALI crop_pos style.
+
+    The anchor is ``round(pos * (size - crop))`` per axis (halves round up),
+    so 0 is the top/left edge, 1 the bottom/right edge and 0.5 the centre.
+    A crop larger than the image gives a negative anchor; the decoders reject it.
+    """
+    if crop_h <= 0 or crop_w <= 0:
+        raise ValueError(f"crop size must be positive, got {crop_h}x{crop_w} (HxW)")
+    if not (0.0 <= pos_x <= 1.0 and 0.0 <= pos_y <= 1.0):
+        raise ValueError(f"crop_pos_x and crop_pos_y must lie in [0, 1], got {pos_x}, {pos_y}")
+    y0 = math.floor(pos_y * (height - crop_h) + 0.5)
+    x0 = math.floor(pos_x * (width - crop_w) + 0.5)
+    return y0, x0, crop_h, crop_w
+
+
+def slice_window(
+    height: int,
+    width: int,
+    rel_start: Sequence[float] | None = None,
+    rel_shape: Sequence[float] | None = None,
+    start: Sequence[int] | None = None,
+    shape: Sequence[int] | None = None,
+    axis_names: str = "WH",
+    out_of_bounds_policy: str = "error",
+) -> CropWindow:
+    """Turn DALI slice arguments into a crop window.
+
+    ``start``/``shape`` are absolute pixels, ``rel_start``/``rel_shape``
+    fractions of the image size; both list values in ``axis_names`` order
+    ("WH" by default, as in DALI's image_slice: x first). Relative ends are
+    rounded, and the shape is end - start, so that adjacent relative slices
+    tile the image without gaps. Missing start means 0, missing shape means
+    up to the image end. ``out_of_bounds_policy``: "error" or "trim_to_shape".
+    """
+    if start is not None and rel_start is not None:
+        raise ValueError("give start or rel_start, not both")
+    if shape is not None and rel_shape is not None:
+        raise ValueError("give shape or rel_shape, not both")
+    if sorted(axis_names) != ["H", "W"]:
+        raise ValueError(f"axis_names must be 'WH' or 'HW', got {axis_names!r}")
+    if out_of_bounds_policy not in ("error", "trim_to_shape"):
+        raise ValueError(
+            f"out_of_bounds_policy must be 'error' or 'trim_to_shape', got {out_of_bounds_policy!r}"
+        )
+    extent = {"H": height, "W": width}
+    begin: dict[str, int] = {}
+    end: dict[str, int] = {}
+    for index, axis in enumerate(axis_names):
+        size = extent[axis]
+        if rel_start is not None:
+            rel_begin = float(_axis_value(rel_start, index, "rel_start"))
+            begin[axis] = math.floor(rel_begin * size + 0.5)
+        else:
+            rel_begin = None
+            begin[axis] = int(_axis_value(start, index, "start")) if start is not None else 0
+        if rel_shape is not None:
+            rel_extent = float(_axis_value(rel_shape, index, "rel_shape"))
+            if rel_begin is not None:
+                end[axis] = math.floor((rel_begin + rel_extent) * size + 0.5)
+            else:
+                end[axis] = begin[axis] + math.floor(rel_extent * size + 0.5)
+        elif shape is not None:
+            end[axis] = begin[axis] + int(_axis_value(shape, index, "shape"))
+        else:
+            end[axis] = size
+        if out_of_bounds_policy == "trim_to_shape":
+            begin[axis] = min(max(begin[axis], 0), size)
+            end[axis] = min(max(end[axis], begin[axis]), size)
+        if end[axis] <= begin[axis]:
+            raise ValueError(f"slice along {axis} is empty: [{begin[axis]}, {end[axis]})")
+        if begin[axis] < 0 or end[axis] > size:
+            raise ValueError(
+                f"slice along {axis} [{begin[axis]}, {end[axis]}) is outside the image "
+                f"(size {size}); use out_of_bounds_policy='trim_to_shape'"
+            )
+    return begin["H"], begin["W"], end["H"] - begin["H"], end["W"] - begin["W"]
+
+
+def _axis_value(values: Sequence, index: int, name: str) -> float:
+    values = np.asarray(values).reshape(-1)
+    if values.size != 2:
+        raise ValueError(f"{name} must have 2 values (one per axis), got {values.size}")
+    return values[index]

@@ -1,0 +1,533 @@
+"""CPU image decoding: format detection, header peeking, ROI and DCT-scaled decodes.
+
+JPEG goes through simplejpeg (libjpeg-turbo, releases the GIL), which is the
+fastest correct path measured here (bench/decode_cpu.py); CMYK/YCCK JPEGs and
+every other format go through Pillow, and 16-bit colour PNGs through OpenCV
+when 16-bit output is asked for.
+
+Conventions, chosen once for every format:
+
+- Output is HWC. ``output_type``: RGB, BGR, GRAY (1 channel), YCbCr, or
+  ANY_DATA (the source channels: gray 1, gray+alpha 2, colour 3, with alpha 4;
+  palettes expand to RGB or RGBA; CMYK becomes RGB). Alpha is dropped for
+  RGB, BGR, GRAY and YCbCr.
+- YCbCr is ITU-R BT.601 in limited ("studio") range, Y in [16, 235], Cb/Cr in
+  [16, 240], like DALI (not Pillow's full-range JFIF YCbCr).
+- ``dtype`` is uint8, uint16 or float32 (float in [0, 1]). 16-bit sources
+  (PNG, TIFF, PNM) keep all 16 bits when uint16 or float32 is asked; for
+  uint8 they keep the high byte (``v >> 8``), which is what Pillow does for
+  16-bit colour PNGs. (Pillow clips 16-bit gray to 255 instead; chute does
+  not follow it there.) 8-bit sources widen to uint16 by ``v * 257``.
+- ``roi=(y0, x0, y1, x1)`` is in pixels of the oriented image, end-exclusive.
+- Truncated or corrupt data raises :class:`DecodeError` (a ``ValueError``);
+  this relies on Pillow's ``ImageFile.LOAD_TRUNCATED_IMAGES`` being False
+  (its default) and on simplejpeg's strict mode.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+import simplejpeg
+from PIL import Image, ImageFile
+
+from chute.ops.decoders.image_headers import (
+    EncodedImage,
+    as_buffer,
+    detect_format,
+    header_size,
+    jpeg_orientation,
+    png_channels,
+    png_header,
+    png_orientation,
+)
+from chute.ops.decoders.orientation import (
+    apply_orientation,
+    oriented_size,
+    rect_to_oriented,
+    rect_to_source,
+)
+
+# Same bound as Pillow's Image.MAX_IMAGE_PIXELS: a 1 GiB RGB image.
+MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+
+OUTPUT_TYPES = ("RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA")
+OUTPUT_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
+
+_PILLOW_FORMAT = {
+    "jpeg": "JPEG",
+    "png": "PNG",
+    "bmp": "BMP",
+    "tiff": "TIFF",
+    "pnm": "PPM",
+    "webp": "WEBP",
+    "gif": "GIF",
+    "jpeg2000": "JPEG2000",
+}
+_EXIF_ORIENTATION_TAG = 0x0112
+_INVERSE_ORIENTATION = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 8, 7: 7, 8: 6}
+# libjpeg-turbo decodes at M/8 of full size; only M = 8, 4, 2, 1 are faster
+# than a full decode (7/8, 3/4, 5/8 cost more than 1/1, measured).
+_JPEG_SCALE_NUMERATORS = (1, 2, 4)
+
+# BT.601 limited range on 8-bit RGB, as rows of a 3x4 affine matrix.
+_YCBCR_MATRIX = np.array(
+    [
+        [65.481 / 255, 128.553 / 255, 24.966 / 255, 16.0],
+        [-37.797 / 255, -74.203 / 255, 112.0 / 255, 128.0],
+        [112.0 / 255, -93.786 / 255, -18.214 / 255, 128.0],
+    ],
+    dtype=np.float32,
+)
+
+
+class DecodeError(ValueError):
+    """An encoded image that cannot be decoded: corrupt, truncated, unsupported or too large."""
+
+
+@dataclass(frozen=True)
+class ScaledDecode:
+    """A decoded region, possibly at a reduced scale.
+
+    ``image`` holds the requested roi, grown outward to whole pixels of the
+    reduced image; ``window`` = (y0, x0, y1, x1) says exactly where the roi
+    lies in ``image`` (floats, end-exclusive edges); ``scale`` is decoded
+    pixels per source pixel (1, 1/2, 1/4 or 1/8).
+    """
+
+    image: np.ndarray
+    scale: float
+    window: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where to decode in the unoriented source image, and at which scale."""
+
+    source_rect: tuple[int, int, int, int]
+    numerator: int  # decode at numerator / 8 of full size
+
+
+def peek_shape(data: EncodedImage, adjust_orientation: bool = True) -> tuple[int, int, int]:
+    """Return (H, W, C) of the image from its header only; C is the source channel count."""
+    buf = as_buffer(data)
+    fmt = _detect(buf)
+    if fmt == "jpeg":
+        height, width, colorspace = _jpeg_header(buf)
+        channels = 1 if colorspace == "Gray" else 3
+        orientation = jpeg_orientation(buf) if adjust_orientation else 1
+    elif fmt == "png":
+        # Chunk headers say it all, and Pillow would refuse huge claims here.
+        height, width, _, _ = png_header(buf)
+        channels = png_channels(buf)
+        orientation = png_orientation(buf) if adjust_orientation else 1
+    else:
+        with _open_pillow(buf, fmt) as image:
+            width, height = image.size
+            channels = _native_channels(image)
+            orientation = _pillow_orientation(buf, fmt, image)
+            if fmt == "tiff" and orientation >= 5:
+                # Pillow reports TIFF sizes upright already (it turns them on load).
+                width, height = height, width
+            if not adjust_orientation:
+                orientation = 1
+    out_h, out_w = oriented_size(height, width, orientation)
+    return out_h, out_w, channels
+
+
+def decode(
+    data: EncodedImage,
+    output_type: Any = "RGB",
+    dtype: Any = np.uint8,
+    adjust_orientation: bool = True,
+    roi: tuple[int, int, int, int] | None = None,
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+) -> np.ndarray:
+    """Decode an encoded image (or exactly its `roi`) to an HWC array."""
+    return _decode(data, output_type, dtype, adjust_orientation, roi, None, max_pixels).image
+
+
+def decode_scaled(
+    data: EncodedImage,
+    min_size: tuple[int, int],
+    output_type: Any = "RGB",
+    dtype: Any = np.uint8,
+    adjust_orientation: bool = True,
+    roi: tuple[int, int, int, int] | None = None,
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+) -> ScaledDecode:
+    """Decode `roi` at the smallest cheap scale whose roi is still at least `min_size` (h, w).
+
+    Only JPEG is decoded at reduced scale (DCT-domain 1/2, 1/4, 1/8); other
+    formats return scale 1. The caller resizes ``result.window`` afterwards.
+    """
+    if len(min_size) != 2 or min(min_size) < 0:
+        raise ValueError(f"min_size must be (height, width) >= 0, got {min_size!r}")
+    return _decode(data, output_type, dtype, adjust_orientation, roi, min_size, max_pixels)
+
+
+def decode_resized(
+    data: EncodedImage,
+    size: tuple[int, int],
+    roi: tuple[int, int, int, int] | None = None,
+    output_type: Any = "RGB",
+    adjust_orientation: bool = True,
+    interpolation: int = cv2.INTER_LINEAR,
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+) -> np.ndarray:
+    """Decode `roi` and resize it to `size` (h, w), using DCT scaling to skip work (uint8 out)."""
+    out_h, out_w = size
+    scaled = decode_scaled(data, size, output_type, np.uint8, adjust_orientation, roi, max_pixels)
+    image = scaled.image
+    y0, x0, y1, x1 = scaled.window
+    if (y0, x0, y1, x1) == (0, 0, image.shape[0], image.shape[1]):
+        resized = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
+    else:
+        # The roi has fractional edges in the reduced image: map it exactly
+        # with pixel-edge coordinates, as cv2.resize would for a whole image.
+        scale_x = out_w / (x1 - x0)
+        scale_y = out_h / (y1 - y0)
+        matrix = np.array(
+            [
+                [scale_x, 0.0, scale_x * (0.5 - x0) - 0.5],
+                [0.0, scale_y, scale_y * (0.5 - y0) - 0.5],
+            ]
+        )
+        resized = cv2.warpAffine(
+            image, matrix, (out_w, out_h), flags=interpolation, borderMode=cv2.BORDER_REPLICATE
+        )
+    if resized.ndim == 2:
+        resized = resized[:, :, None]
+    return resized
+
+
+def _decode(
+    data: EncodedImage,
+    output_type: Any,
+    dtype: Any,
+    adjust_orientation: bool,
+    roi: tuple[int, int, int, int] | None,
+    min_size: tuple[int, int] | None,
+    max_pixels: int | None,
+) -> ScaledDecode:
+    out_type = _normalize_output_type(output_type)
+    out_dtype = _normalize_dtype(dtype)
+    buf = as_buffer(data)
+    fmt = _detect(buf)
+    if fmt == "jpeg":
+        height, width, colorspace = _jpeg_header(buf)
+        _check_pixels(height, width, max_pixels)
+        orientation = jpeg_orientation(buf) if adjust_orientation else 1
+        plan = _plan(height, width, orientation, roi, min_size)
+        if colorspace in ("CMYK", "YCCK"):
+            # libjpeg-turbo cannot turn Adobe's inverted CMYK into RGB; Pillow can.
+            native, layout = _decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
+            plan = _Plan(plan.source_rect, 8)
+        else:
+            native, layout, numerator = _decode_simplejpeg(
+                buf, height, width, colorspace, out_type, plan.numerator
+            )
+            plan = _Plan(plan.source_rect, numerator)
+    else:
+        native, layout, orientation = _decode_pillow(
+            buf, fmt, out_dtype, max_pixels, adjust_orientation
+        )
+        height, width = native.shape[:2]
+        plan = _plan(height, width, orientation, roi, min_size)
+        plan = _Plan(plan.source_rect, 8)
+    crop, window = _crop_scaled(native, plan)
+    image = _convert_color(crop, layout, out_type)
+    image = apply_orientation(image, orientation)
+    window = rect_to_oriented(window, crop.shape[0], crop.shape[1], orientation)
+    image = _convert_dtype(image, out_dtype)
+    return ScaledDecode(image=image, scale=plan.numerator / 8, window=window)
+
+
+def _detect(buf: memoryview) -> str:
+    try:
+        return detect_format(buf)
+    except ValueError as exc:
+        raise DecodeError(str(exc)) from None
+
+
+def _normalize_output_type(output_type: Any) -> str:
+    name = getattr(output_type, "value", output_type)
+    if name not in OUTPUT_TYPES:
+        raise ValueError(f"output_type must be one of {', '.join(OUTPUT_TYPES)}; got {name!r}")
+    return name
+
+
+def _normalize_dtype(dtype: Any) -> np.dtype:
+    try:
+        out_dtype = np.dtype(dtype)
+    except TypeError:
+        out_dtype = None
+    if out_dtype not in OUTPUT_DTYPES:
+        names = ", ".join(d.name for d in OUTPUT_DTYPES)
+        raise ValueError(f"dtype must be one of {names}; got {dtype!r}")
+    return out_dtype
+
+
+def _check_pixels(height: int, width: int, max_pixels: int | None) -> None:
+    if height <= 0 or width <= 0:
+        raise DecodeError(f"image header claims an empty size {width}x{height}")
+    if max_pixels is not None and height * width > max_pixels:
+        raise DecodeError(
+            f"image header claims {width}x{height} = {height * width} pixels, "
+            f"more than max_pixels={max_pixels}"
+        )
+
+
+def _jpeg_header(buf: memoryview) -> tuple[int, int, str]:
+    try:
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(buf)
+    except Exception as exc:
+        raise DecodeError(f"jpeg: {exc}") from None
+    return height, width, colorspace
+
+
+def _plan(
+    height: int,
+    width: int,
+    orientation: int,
+    roi: tuple[int, int, int, int] | None,
+    min_size: tuple[int, int] | None,
+) -> _Plan:
+    out_h, out_w = oriented_size(height, width, orientation)
+    if roi is None:
+        roi = (0, 0, out_h, out_w)
+    else:
+        roi = _validate_roi(roi, out_h, out_w)
+    source_rect = rect_to_source(roi, height, width, orientation)
+    numerator = 8
+    if min_size is not None:
+        min_h, min_w = min_size
+        if orientation >= 5:
+            min_h, min_w = min_w, min_h
+        rect_h = source_rect[2] - source_rect[0]
+        rect_w = source_rect[3] - source_rect[1]
+        for candidate in _JPEG_SCALE_NUMERATORS:
+            if rect_h * candidate >= 8 * min_h and rect_w * candidate >= 8 * min_w:
+                numerator = candidate
+                break
+    return _Plan(source_rect, numerator)
+
+
+def _validate_roi(roi: tuple[int, int, int, int], height: int, width: int) -> tuple[int, ...]:
+    if len(roi) != 4:
+        raise ValueError(f"roi must be (y0, x0, y1, x1), got {roi!r}")
+    y0, x0, y1, x1 = (int(v) for v in roi)
+    if not (0 <= y0 < y1 <= height and 0 <= x0 < x1 <= width):
+        raise ValueError(
+            f"roi (y0, x0, y1, x1) = {(y0, x0, y1, x1)} is empty or outside "
+            f"the {height}x{width} (HxW) image"
+        )
+    return y0, x0, y1, x1
+
+
+def _decode_simplejpeg(
+    buf: memoryview, height: int, width: int, colorspace: str, out_type: str, numerator: int
+) -> tuple[np.ndarray, str, int]:
+    # Let libjpeg-turbo produce the output colour order directly when it can.
+    if out_type == "GRAY" or (out_type == "ANY_DATA" and colorspace == "Gray"):
+        target, layout = "GRAY", "L"
+    elif out_type == "BGR":
+        target, layout = "BGR", "BGR"
+    else:
+        target, layout = "RGB", "RGB"
+    min_h = -(-height * numerator // 8) if numerator < 8 else 0
+    min_w = -(-width * numerator // 8) if numerator < 8 else 0
+    try:
+        image = simplejpeg.decode_jpeg(buf, colorspace=target, min_height=min_h, min_width=min_w)
+    except Exception as exc:
+        raise DecodeError(f"jpeg: {exc}") from None
+    if numerator < 8:
+        numerator = _actual_numerator(height, width, image.shape[0], image.shape[1])
+    return image, layout, numerator
+
+
+def _actual_numerator(height: int, width: int, out_h: int, out_w: int) -> int:
+    # libjpeg-turbo takes the smallest M/8 meeting the asked size; for tiny
+    # images several M give the same size, and the smallest is the one used.
+    for numerator in range(1, 9):
+        if -(-height * numerator // 8) == out_h and -(-width * numerator // 8) == out_w:
+            return numerator
+    raise DecodeError(f"jpeg: unexpected scaled size {out_w}x{out_h} for {width}x{height}")
+
+
+def _open_pillow(buf: memoryview, fmt: str) -> Image.Image:
+    try:
+        return Image.open(io.BytesIO(buf), formats=[_PILLOW_FORMAT[fmt]])
+    except Exception as exc:
+        raise DecodeError(f"{fmt}: {exc}") from None
+
+
+def _pillow_orientation(buf: memoryview, fmt: str, image: Image.Image) -> int:
+    if fmt == "jpeg":
+        return jpeg_orientation(buf)
+    if fmt == "png":
+        # Pillow would decode the whole PNG to find an eXIf chunk after IDAT.
+        return png_orientation(buf)
+    if fmt in ("tiff", "webp"):
+        try:
+            value = image.getexif().get(_EXIF_ORIENTATION_TAG, 1)
+        except Exception:
+            return 1
+        return value if isinstance(value, int) and 1 <= value <= 8 else 1
+    return 1
+
+
+def _native_channels(image: Image.Image) -> int:
+    mode = image.mode
+    if mode in ("1", "L", "I", "F") or mode.startswith("I;16"):
+        return 1
+    if mode in ("LA", "La"):
+        return 2
+    if mode == "P":
+        return 4 if "transparency" in image.info else 3
+    if mode in ("CMYK", "YCbCr", "LAB", "HSV", "RGB", "RGBX"):
+        return 3
+    return 4 if "A" in image.getbands() else 3
+
+
+def _decode_pillow(
+    buf: memoryview, fmt: str, out_dtype: np.dtype, max_pixels: int | None, adjust: bool
+) -> tuple[np.ndarray, str, int]:
+    """Decode with Pillow; return (pixels, layout, orientation still to apply to them)."""
+    if ImageFile.LOAD_TRUNCATED_IMAGES:
+        warnings.warn(
+            "PIL.ImageFile.LOAD_TRUNCATED_IMAGES is True: truncated images decode "
+            "to partly gray pixels instead of raising",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    claimed = _header_size(buf, fmt)
+    if claimed is not None:
+        _check_pixels(*claimed, max_pixels)
+    if fmt == "png" and out_dtype != np.uint8:
+        _, _, bit_depth, color_type = png_header(buf)
+        if bit_depth == 16 and color_type in (2, 6):
+            # Pillow keeps only 8 bits of 16-bit colour PNGs; OpenCV keeps all.
+            orientation = png_orientation(buf) if adjust else 1
+            return _decode_png16_opencv(buf), "RGB" if color_type == 2 else "RGBA", orientation
+    with _open_pillow(buf, fmt) as image:
+        width, height = image.size
+        _check_pixels(height, width, max_pixels)
+        orientation = _pillow_orientation(buf, fmt, image)
+        try:
+            image.load()
+            native, layout = _pillow_to_native(image)
+        except DecodeError:
+            raise
+        except Exception as exc:
+            raise DecodeError(f"{fmt}: {exc}") from None
+        if fmt == "tiff" and orientation > 1 and _EXIF_ORIENTATION_TAG not in image.tag_v2:
+            # Pillow's TIFF loader turns the pixels upright itself and drops
+            # the tag; undo that when the stored orientation is wanted.
+            return native, layout, 1 if adjust else _INVERSE_ORIENTATION[orientation]
+    return native, layout, orientation if adjust else 1
+
+
+def _header_size(buf: memoryview, fmt: str) -> tuple[int, int] | None:
+    try:
+        return header_size(buf, fmt)
+    except ValueError as exc:
+        raise DecodeError(str(exc)) from None
+
+
+def _pillow_to_native(image: Image.Image) -> tuple[np.ndarray, str]:
+    mode = image.mode
+    if mode.startswith("I;16"):
+        return np.asarray(image).astype(np.uint16, copy=False)[:, :, None], "L"
+    if mode == "I":
+        # 32-bit integer images are rare; treat their range as 16-bit.
+        return np.clip(np.asarray(image), 0, 65535).astype(np.uint16)[:, :, None], "L"
+    if mode == "F":
+        raise DecodeError("floating-point images (Pillow mode F) are not supported")
+    if mode in ("L", "LA", "RGB", "RGBA"):
+        converted = image
+    elif mode == "1":
+        converted = image.convert("L")
+    elif mode == "La":
+        converted = image.convert("LA")
+    else:
+        converted = image.convert("RGBA" if _native_channels(image) == 4 else "RGB")
+    array = np.asarray(converted)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    return array, converted.mode
+
+
+def _decode_png16_opencv(buf: memoryview) -> np.ndarray:
+    encoded = np.frombuffer(buf, dtype=np.uint8)
+    image = cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED)
+    if image is None or image.dtype != np.uint16:
+        raise DecodeError("png: OpenCV could not decode this 16-bit PNG")
+    code = cv2.COLOR_BGR2RGB if image.shape[2] == 3 else cv2.COLOR_BGRA2RGBA
+    return cv2.cvtColor(image, code)
+
+
+def _crop_scaled(native: np.ndarray, plan: _Plan) -> tuple[np.ndarray, tuple[float, ...]]:
+    y0, x0, y1, x1 = plan.source_rect
+    m = plan.numerator
+    # Grow the roi outward to whole pixels of the reduced image, so it is
+    # never smaller than asked, and say where the exact roi lies inside.
+    iy0, ix0 = y0 * m // 8, x0 * m // 8
+    iy1, ix1 = -(-y1 * m // 8), -(-x1 * m // 8)
+    crop = native[iy0:iy1, ix0:ix1]
+    window = (y0 * m / 8 - iy0, x0 * m / 8 - ix0, y1 * m / 8 - iy0, x1 * m / 8 - ix0)
+    return crop, window
+
+
+def _convert_color(image: np.ndarray, layout: str, out_type: str) -> np.ndarray:
+    if out_type == "ANY_DATA" or layout == out_type:
+        return image
+    if out_type == "GRAY":
+        if layout == "L":
+            return image
+        if layout == "LA":
+            return image[:, :, :1]
+        code = {"RGB": cv2.COLOR_RGB2GRAY, "RGBA": cv2.COLOR_RGBA2GRAY, "BGR": cv2.COLOR_BGR2GRAY}
+        return cv2.cvtColor(image, code[layout])[:, :, None]
+    rgb = _to_rgb(image, layout)
+    if out_type == "RGB":
+        return rgb
+    if out_type == "BGR":
+        return cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+    matrix = _YCBCR_MATRIX
+    if rgb.dtype == np.uint16:
+        matrix = matrix.copy()
+        matrix[:, 3] *= 257.0
+    return cv2.transform(rgb, matrix)
+
+
+def _to_rgb(image: np.ndarray, layout: str) -> np.ndarray:
+    if layout == "RGB":
+        return image
+    if layout == "L":
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
+    if layout == "LA":
+        return cv2.cvtColor(np.ascontiguousarray(image[:, :, 0]), cv2.COLOR_GRAY2RGB)
+    if layout == "RGBA":
+        return cv2.cvtColor(image, cv2.COLOR_RGBA2RGB)
+    if layout == "BGR":
+        return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    raise DecodeError(f"cannot convert pixel layout {layout} to RGB")
+
+
+def _convert_dtype(image: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    if image.dtype == out_dtype:
+        return np.ascontiguousarray(image)
+    if image.dtype == np.uint8:
+        if out_dtype == np.uint16:
+            return np.multiply(image, 257, dtype=np.uint16)
+        return np.multiply(image, np.float32(1 / 255), dtype=np.float32)
+    # 16-bit source
+    if out_dtype == np.uint8:
+        return np.right_shift(image, 8).astype(np.uint8)
+    return np.multiply(image, np.float32(1 / 65535), dtype=np.float32)
