@@ -1,0 +1,297 @@
+"""Fused crop + mirror + normalize + layout + cast (``crop_mirror_normalize``) for HWC images.
+
+``out = (in - mean) / std * scale + shift`` per channel, on the crop window, flipped
+horizontally when ``mirror``, written as ``"CHW"`` or ``"HWC"`` in ``dtype`` (integer outputs
+round half away from zero, or truncate, and saturate).
+
+Crop window (DALI's rule): ``crop_h`` / ``crop_w`` (0 = whole extent) at anchor
+``round(crop_pos_y * (H - crop_h))``, ``round(crop_pos_x * (W - crop_w))``. A window that
+leaves the image is an error with ``out_of_bounds_policy="error"``; with ``"pad"`` the pixels
+outside the image take ``fill_values`` (output units, one value or one per output channel);
+with ``"trim_to_shape"`` the window is cut to the image. ``pad_output`` adds channels up to the
+next power of two (3 -> 4), filled with ``fill_values`` (0 by default).
+
+Speed: for uint8 input every output value is one of 256 per channel, so the whole arithmetic
+and the dtype conversion are a table computed once in float64 (exactly rounded) and one
+``cv2.LUT`` pass per output plane, reading a uint8 CHW copy of the crop made by a single
+transposing (and mirroring) ``np.copyto``. ``out=`` lets the caller hand a slot of a batch
+buffer so the result is written in place.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numpy as np
+
+from chute.ops.image.convert_kernels import convert_saturate
+
+__all__ = ["CropWindow", "crop_mirror_normalize", "crop_window", "output_shape"]
+
+DTypeLike = Any
+FloatOrSeq = float | Sequence[float] | np.ndarray
+
+_TABLE_CACHE: dict[tuple, list[np.ndarray]] = {}
+_TABLE_CACHE_LOCK = threading.Lock()
+_TABLE_CACHE_SIZE = 64
+
+
+class CropWindow:
+    """Where a crop of ``shape`` (h, w) anchored at ``anchor`` (y, x) meets the image."""
+
+    __slots__ = ("anchor", "dst", "shape", "src")
+
+    def __init__(self, anchor: tuple[int, int], shape: tuple[int, int], image_hw: tuple[int, int]):
+        self.anchor = anchor
+        self.shape = shape
+        y0, x0 = max(anchor[0], 0), max(anchor[1], 0)
+        y1 = min(anchor[0] + shape[0], image_hw[0])
+        x1 = min(anchor[1] + shape[1], image_hw[1])
+        y1, x1 = max(y1, y0), max(x1, x0)
+        # Image rows/cols that are read, and where they land in the crop.
+        self.src = (y0, y1, x0, x1)
+        self.dst = (y0 - anchor[0], y1 - anchor[0], x0 - anchor[1], x1 - anchor[1])
+
+    @property
+    def inside(self) -> bool:
+        """Whether the whole window lies in the image."""
+        dy0, dy1, dx0, dx1 = self.dst
+        return dy0 == 0 and dx0 == 0 and dy1 == self.shape[0] and dx1 == self.shape[1]
+
+
+def _round(value: float) -> int:
+    return math.floor(value + 0.5)
+
+
+def crop_window(
+    image_hw: tuple[int, int],
+    crop_h: float = 0,
+    crop_w: float = 0,
+    crop_pos_x: float = 0.5,
+    crop_pos_y: float = 0.5,
+) -> CropWindow:
+    """Return the crop window of DALI's ``crop`` arguments on an image of ``image_hw``."""
+    height, width = image_hw
+    ch = _round(crop_h) if crop_h else height
+    cw = _round(crop_w) if crop_w else width
+    if ch <= 0 or cw <= 0:
+        raise ValueError(f"crop size must be positive, got {ch}x{cw}")
+    anchor = (_round(float(crop_pos_y) * (height - ch)), _round(float(crop_pos_x) * (width - cw)))
+    return CropWindow(anchor, (ch, cw), image_hw)
+
+
+def _out_channels(channels: int, pad_output: bool) -> int:
+    return 1 << (channels - 1).bit_length() if pad_output else channels
+
+
+def output_shape(
+    crop_hw: tuple[int, int], channels: int, output_layout: str = "CHW", pad_output: bool = False
+) -> tuple[int, int, int]:
+    """Return the output shape for a crop of ``crop_hw`` with ``channels`` input channels."""
+    c_out = _out_channels(channels, pad_output)
+    if output_layout == "CHW":
+        return (c_out, *crop_hw)
+    if output_layout == "HWC":
+        return (*crop_hw, c_out)
+    raise ValueError(f"output_layout must be 'CHW' or 'HWC', got {output_layout!r}")
+
+
+def _per_channel(value: FloatOrSeq, channels: int, name: str) -> np.ndarray:
+    flat = np.asarray(value, dtype=np.float64).ravel()
+    if flat.size == 1:
+        return np.full(channels, flat[0])
+    if flat.size != channels:
+        raise ValueError(f"{name} has {flat.size} values, the image has {channels} channels")
+    return flat
+
+
+def _fill_vector(fill_values: FloatOrSeq, channels: int, c_out: int, dtype: np.dtype) -> np.ndarray:
+    flat = np.asarray(fill_values, dtype=np.float64).ravel()
+    if flat.size == 1:
+        full = np.full(c_out, flat[0])
+    elif flat.size == c_out:
+        full = flat
+    elif flat.size == channels:
+        full = np.concatenate([flat, np.zeros(c_out - channels)])
+    else:
+        raise ValueError(f"fill_values has {flat.size} values, expected 1, {channels} or {c_out}")
+    return convert_saturate(full, dtype)
+
+
+def _uint8_tables(
+    gain: np.ndarray, bias: np.ndarray, dtype: np.dtype, rounding: str
+) -> list[np.ndarray]:
+    """Per-channel 1x256 ``cv2.LUT`` tables of ``x * gain + bias`` in ``dtype`` (cached)."""
+    key = (gain.tobytes(), bias.tobytes(), dtype.str, rounding)
+    tables = _TABLE_CACHE.get(key)
+    if tables is not None:
+        return tables
+    values = np.arange(256, dtype=np.float64)[:, None] * gain + bias
+    converted = convert_saturate(values, dtype, rounding=rounding)
+    if dtype == np.float16:
+        converted = converted.view(np.int16)  # OpenCV 4.x LUTs have no float16; same bits
+    tables = [np.ascontiguousarray(converted[:, c]).reshape(1, 256) for c in range(gain.size)]
+    with _TABLE_CACHE_LOCK:
+        if len(_TABLE_CACHE) >= _TABLE_CACHE_SIZE:
+            _TABLE_CACHE.pop(next(iter(_TABLE_CACHE)))
+        _TABLE_CACHE[key] = tables
+    return tables
+
+
+def _lut_into(src: np.ndarray, table: np.ndarray, dst: np.ndarray) -> None:
+    """``dst[...] = table[src]``, in place when OpenCV can wrap ``dst``."""
+    res = cv2.LUT(src, table, dst=dst)
+    if res is not dst:  # OpenCV hands back dst itself when it wrote in place
+        dst[...] = res
+
+
+def _crop_uint8(
+    crop: np.ndarray, dst: np.ndarray, gain: np.ndarray, bias: np.ndarray, chw: bool, rounding: str
+) -> None:
+    """Normalize a (possibly mirrored) uint8 HWC crop view into ``dst`` (CHW or HWC view)."""
+    channels = crop.shape[2]
+    tables = _uint8_tables(gain, bias, dst.dtype, rounding)
+    dst_bits = dst.view(np.int16) if dst.dtype == np.float16 else dst
+    if chw:
+        if channels == 1:
+            plane = crop[:, :, 0]
+            if plane.strides[1] < 0:
+                plane = np.ascontiguousarray(plane)
+            _lut_into(plane, tables[0], dst_bits[0])
+            return
+        # Deinterleave (and mirror) once in uint8, the cheapest place for the transpose.
+        planes = np.empty((channels, crop.shape[0], crop.shape[1]), dtype=np.uint8)
+        np.copyto(planes, crop.transpose(2, 0, 1))
+        for c in range(channels):
+            _lut_into(planes[c], tables[c], dst_bits[c])
+        return
+    if crop.strides[1] < 0:
+        crop = cv2.flip(crop[:, ::-1], 1)  # OpenCV cannot read negative strides
+    if channels == 1:
+        _lut_into(crop[:, :, 0], tables[0], dst_bits[:, :, 0])
+    elif channels <= 4:
+        table = np.stack([t.reshape(256) for t in tables], axis=-1).reshape(1, 256, channels)
+        _lut_into(crop, table, dst_bits)
+    else:
+        for c in range(channels):
+            _lut_into(np.ascontiguousarray(crop[:, :, c]), tables[c], dst_bits[:, :, c])
+
+
+def _crop_generic(
+    crop: np.ndarray, dst: np.ndarray, gain: np.ndarray, bias: np.ndarray, chw: bool, rounding: str
+) -> None:
+    """Normalize a crop view of any numeric dtype into ``dst`` with NumPy arithmetic."""
+    work_dtype = np.float64 if crop.dtype == np.float64 else np.float32
+    src = crop.transpose(2, 0, 1) if chw else crop
+    shape = (-1, 1, 1) if chw else (1, 1, -1)
+    g = gain.astype(work_dtype).reshape(shape)
+    b = bias.astype(work_dtype).reshape(shape)
+    if dst.dtype == work_dtype:
+        np.multiply(src, g, out=dst, casting="unsafe")
+        dst += b
+        return
+    tmp = np.multiply(src, g, dtype=work_dtype)
+    tmp += b
+    convert_saturate(tmp, dst.dtype, rounding=rounding, out=dst)
+
+
+def crop_mirror_normalize(
+    image: np.ndarray,
+    *,
+    crop: Sequence[float] | None = None,
+    crop_h: float = 0,
+    crop_w: float = 0,
+    crop_pos_x: float = 0.5,
+    crop_pos_y: float = 0.5,
+    mirror: bool = False,
+    mean: FloatOrSeq = 0.0,
+    std: FloatOrSeq = 1.0,
+    scale: float = 1.0,
+    shift: float = 0.0,
+    dtype: DTypeLike = np.float32,
+    output_layout: str = "CHW",
+    pad_output: bool = False,
+    fill_values: FloatOrSeq = 0.0,
+    out_of_bounds_policy: str = "error",
+    rounding: str = "round",
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Crop, optionally flip, normalize, lay out and cast one HWC image (see module doc)."""
+    image = np.asarray(image)
+    if image.ndim == 2:
+        image = image[:, :, None]
+    if image.ndim != 3:
+        raise ValueError(f"crop_mirror_normalize expects an HWC image, got shape {image.shape}")
+    if out_of_bounds_policy not in ("error", "pad", "trim_to_shape"):
+        raise ValueError(
+            f"out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape', "
+            f"got {out_of_bounds_policy!r}"
+        )
+    if crop is not None:
+        if crop_h or crop_w:
+            raise ValueError("give either crop or crop_h/crop_w, not both")
+        crop_h, crop_w = (float(v) for v in crop)
+    out_dtype = np.dtype(dtype)
+    height, width, channels = image.shape
+    window = crop_window((height, width), crop_h, crop_w, crop_pos_x, crop_pos_y)
+    if not window.inside:
+        if out_of_bounds_policy == "error":
+            raise ValueError(
+                f"crop window {window.shape} at {window.anchor} leaves the {height}x{width} image; "
+                "set out_of_bounds_policy='pad' or 'trim_to_shape'"
+            )
+        if out_of_bounds_policy == "trim_to_shape":
+            y0, y1, x0, x1 = window.src
+            window = CropWindow((y0, x0), (y1 - y0, x1 - x0), (height, width))
+    chw = output_layout == "CHW"
+    shape = output_shape(window.shape, channels, output_layout, pad_output)
+    if out is None:
+        out = np.empty(shape, dtype=out_dtype)
+    elif out.shape != shape or out.dtype != out_dtype:
+        raise ValueError(f"out is {out.shape} {out.dtype}, expected {shape} {out_dtype}")
+
+    inv = float(scale) / _per_channel(std, channels, "std")
+    gain = inv
+    bias = float(shift) - _per_channel(mean, channels, "mean") * inv
+    cw = window.shape[1]
+    sy0, sy1, sx0, sx1 = window.src
+    dy0, dy1, dx0, dx1 = window.dst
+    if mirror:
+        dx0, dx1 = cw - dx1, cw - dx0  # the in-image block moves with the flip
+    src = image[sy0:sy1, sx0:sx1]
+    if mirror:
+        src = src[:, ::-1]
+    dst = out[:channels, dy0:dy1, dx0:dx1] if chw else out[dy0:dy1, dx0:dx1, :channels]
+
+    c_out = shape[0] if chw else shape[2]
+    needs_fill = not window.inside or c_out > channels
+    if needs_fill:
+        fill = _fill_vector(fill_values, channels, c_out, out_dtype)
+        _fill_border(out, fill, (dy0, dy1, dx0, dx1), channels, chw)
+    if src.size:
+        if image.dtype == np.uint8:
+            _crop_uint8(src, dst, gain, bias, chw, rounding)
+        else:
+            _crop_generic(src, dst, gain, bias, chw, rounding)
+    return out
+
+
+def _fill_border(
+    out: np.ndarray, fill: np.ndarray, block: tuple[int, int, int, int], channels: int, chw: bool
+) -> None:
+    """Write ``fill`` around ``block`` (dy0, dy1, dx0, dx1) and into the padded channels."""
+    dy0, dy1, dx0, dx1 = block
+    view = out if chw else np.moveaxis(out, 2, 0)  # channel-first view either way
+    for c in range(view.shape[0]):
+        plane = view[c]
+        if c >= channels:
+            plane[...] = fill[c]
+            continue
+        plane[:dy0] = fill[c]
+        plane[dy1:] = fill[c]
+        plane[dy0:dy1, :dx0] = fill[c]
+        plane[dy0:dy1, dx1:] = fill[c]

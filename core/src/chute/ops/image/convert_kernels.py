@@ -1,0 +1,110 @@
+"""Saturating dtype conversion shared by the color, filter and normalization kernels.
+
+Float to integer conversion rounds half away from zero (``rounding="round"``) or toward
+zero (``"truncate"``) and clamps to the target type's range, so ``300.0 -> 255`` and
+``-2.5 -> -3`` for int8. Float to float is a plain cast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "cast",
+    "convert_saturate",
+    "full_range",
+    "half_range",
+    "saturate_scalar",
+]
+
+DTypeLike = Any
+
+
+def full_range(dtype: DTypeLike) -> float:
+    """Return the value that stands for "full intensity": the max of an integer type, else 1."""
+    dt = np.dtype(dtype)
+    if dt.kind in "ui":
+        return float(np.iinfo(dt).max)
+    return 1.0
+
+
+def half_range(dtype: DTypeLike) -> float:
+    """Return the mid-gray of a type: 2**(bits - signed - 1) for integers (128 for uint8), else 0.5."""
+    dt = np.dtype(dtype)
+    if dt.kind in "ui":
+        return float(1 << (8 * dt.itemsize - (dt.kind == "i") - 1))
+    return 0.5
+
+
+def _check_rounding(rounding: str) -> None:
+    if rounding not in ("round", "truncate"):
+        raise ValueError(f"rounding must be 'round' or 'truncate', got {rounding!r}")
+
+
+def convert_saturate(
+    values: np.ndarray,
+    dtype: DTypeLike,
+    *,
+    rounding: str = "round",
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Convert ``values`` to ``dtype``: round (half away from zero) and clamp for integer types."""
+    _check_rounding(rounding)
+    dt = np.dtype(dtype)
+    values = np.asarray(values)
+    if out is not None and out.dtype != dt:
+        raise TypeError(f"out has dtype {out.dtype}, expected {dt}")
+    src_kind = values.dtype.kind
+    if dt.kind not in "ui" or src_kind in "uib":
+        if dt.kind in "ui" and src_kind in "ui":
+            info = np.iinfo(dt)
+            lo, hi = np.iinfo(values.dtype).min, np.iinfo(values.dtype).max
+            if lo < info.min or hi > info.max:
+                values = np.clip(values, max(lo, info.min), min(hi, info.max))
+        if out is None:
+            return values.astype(dt, copy=False)
+        np.copyto(out, values, casting="unsafe")
+        return out
+    # Float -> integer. rint (half to even) is exact in every float precision; it differs from
+    # half-away-from-zero only on exact ties k + 0.5, which x - rint(x) = +-0.5 finds exactly
+    # (no float64 round trip, no error one ulp below a tie). NaN converts to an unspecified value.
+    info = np.iinfo(dt)
+    work = values if values.dtype.itemsize >= 4 else values.astype(np.float32)
+    if dt.itemsize >= 4 and work.dtype != np.float64:
+        work = work.astype(np.float64)  # float32 cannot hold int32's bounds
+    with np.errstate(invalid="ignore"):  # inf - inf and NaN casts
+        if rounding == "round":
+            tmp = np.rint(work)
+            tie = np.subtract(work, tmp)
+            np.abs(tie, out=tie)
+            ties = tie == 0.5
+            if ties.any():
+                where = np.nonzero(ties)
+                tmp[where] = work[where] + np.copysign(0.5, work[where])
+        else:
+            tmp = np.trunc(work)
+        np.clip(tmp, info.min, _float_below(info.max, tmp.dtype), out=tmp)
+        if out is None:
+            return tmp.astype(dt)
+        np.copyto(out, tmp, casting="unsafe")
+    return out
+
+
+def _float_below(limit: int, dtype: np.dtype) -> float:
+    """Return the largest float of ``dtype`` not above ``limit`` (int64's max is not a float)."""
+    f = np.dtype(dtype).type(limit)
+    while int(f) > limit:
+        f = np.nextafter(f, f.dtype.type(0))
+    return float(f)
+
+
+def saturate_scalar(value: float, dtype: DTypeLike, rounding: str = "round") -> float | int:
+    """Convert one Python number to ``dtype``'s value set (used for fill values)."""
+    return convert_saturate(np.array([value], dtype=np.float64), dtype, rounding=rounding)[0].item()
+
+
+def cast(data: np.ndarray, dtype: DTypeLike) -> np.ndarray:
+    """Cast ``data`` to ``dtype`` as ``fn.cast`` does: saturating, rounding half away from zero."""
+    return convert_saturate(np.asarray(data), dtype)
