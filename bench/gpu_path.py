@@ -1,0 +1,462 @@
+"""Benchmark chute's GPU path: JPEG batch decoding and the ResNet-50 training path.
+
+Run on a GPU machine (CuPy + nvImageCodec; torchvision for the anchor):
+
+    python bench/gpu_path.py --data DIR_OF_JPEGS --images 8192 --batch 256 --json OUT.json
+
+Measures, in one run: decode-only img/s (hardware decoder with and without ROI, the
+hardware/CUDA split, CPU-only OpenCV decoding, hybrid GPU + CPU splits), the fused
+kernels alone, the full training path (ROI decode of a random-resized-crop window +
+one fused resize/flip/normalize/fp16 launch, double-buffered with threads), and
+torchvision.io.decode_jpeg(device="cuda") + per-image torch ops as an anchor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core" / "src"))
+
+from chute.gpu.jpeg import BatchDecoder, _decode_and_upload
+from chute.gpu.kernels import (
+    crop_mirror_normalize_batch,
+    resize_batch,
+    resize_crop_mirror_normalize,
+    sizes_for_shorter_side,
+)
+
+MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
+STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+RESULTS: list[dict] = []
+
+
+def rrc_windows(
+    shapes: np.ndarray, rng: np.random.Generator, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)
+):
+    """Return (N, 4) int windows (y, x, h, w) drawn like torchvision's RandomResizedCrop."""
+    n, tries = len(shapes), 10
+    hgt, wid = shapes[:, :1].astype(np.float64), shapes[:, 1:2].astype(np.float64)
+    area = hgt * wid * rng.uniform(scale[0], scale[1], (n, tries))
+    aspect = np.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, tries)))
+    w = np.round(np.sqrt(area * aspect))
+    h = np.round(np.sqrt(area / aspect))
+    ok = (w > 0) & (w <= wid) & (h > 0) & (h <= hgt)
+    first = np.where(ok.any(1), ok.argmax(1), -1)
+    out = np.zeros((n, 4), np.int64)
+    for i in range(n):
+        H, W = int(shapes[i, 0]), int(shapes[i, 1])
+        if first[i] >= 0:
+            hh, ww = int(h[i, first[i]]), int(w[i, first[i]])
+            out[i] = rng.integers(0, H - hh + 1), rng.integers(0, W - ww + 1), hh, ww
+        else:  # torchvision's fallback: a centre crop with the ratio clamped
+            r = W / H
+            ww, hh = (
+                (W, round(W / ratio[0]))
+                if r < ratio[0]
+                else ((round(H * ratio[1]), H) if r > ratio[1] else (W, H))
+            )
+            out[i] = (H - hh) // 2, (W - ww) // 2, hh, ww
+    return out
+
+
+def load_jpegs(folder: str, n: int) -> list[bytes]:
+    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
+    data = [p.read_bytes() for p in files]
+    return [data[i % len(data)] for i in range(n)]
+
+
+def record(name: str, imgs: int, secs: float, **extra) -> dict:
+    r = {
+        "name": name,
+        "images": imgs,
+        "seconds": round(secs, 4),
+        "img_per_s": round(imgs / secs, 1),
+        **extra,
+    }
+    RESULTS.append(r)
+    print(f"  {name:58s} {r['img_per_s']:9.0f} img/s  {extra if extra else ''}", flush=True)
+    return r
+
+
+def guarded(fn):
+    def run(*a, **k):
+        try:
+            return fn(*a, **k)
+        except Exception as e:
+            traceback.print_exc()
+            RESULTS.append({"name": f"{fn.__name__}{a[:1]}", "error": f"{type(e).__name__}: {e}"})
+            return None
+
+    return run
+
+
+def batches(data: list[bytes], bs: int):
+    return [data[i : i + bs] for i in range(0, len(data), bs)]
+
+
+@guarded
+def bench_decode(label: str, data, bs, cupy, roi: bool, threads: int = 1, **cfg):
+    """Decode-only throughput; ``threads`` decoders run alternate batches concurrently."""
+    decs = [BatchDecoder(0, **cfg) for _ in range(threads)]
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(threads)]
+    rng = np.random.default_rng(0)
+    parsed = [decs[0].parse(b) for b in batches(data, bs)]
+    rois = [rrc_windows(p.shapes, rng) if roi else None for p in parsed]
+    t_call = [0.0] * threads
+
+    def work(j: int, idx: list[int]) -> int:
+        errors = 0
+        for i in idx:
+            t0 = time.perf_counter()
+            out = decs[j].decode(parsed[i], rois[i], stream=streams[j])
+            t_call[j] += time.perf_counter() - t0
+            streams[j].synchronize()
+            errors += sum(e is not None for e in out.errors)
+        return errors
+
+    work(0, [0])  # warm-up: allocations, HW decoder state
+    for j in range(1, threads):
+        work(j, [0])
+    t_call[:] = [0.0] * threads
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as ex:
+        errs = sum(
+            ex.map(
+                work, range(threads), [list(range(j, len(parsed), threads)) for j in range(threads)]
+            )
+        )
+    dt = time.perf_counter() - t0
+    r = record(
+        label,
+        len(data),
+        dt,
+        roi=roi,
+        threads=threads,
+        errors=errs,
+        call_s=round(sum(t_call), 3),
+        **cfg,
+    )
+    for d in decs:
+        d.close()
+    return r
+
+
+@guarded
+def bench_cpu_decode(data, bs, cupy, workers: int, roi: bool):
+    """OpenCV decode + crop + pinned upload on ``workers`` threads, no GPU decoding."""
+    stream = cupy.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(0)
+    dec = BatchDecoder(0)
+    parsed = [dec.parse(b) for b in batches(data, bs)]
+    rois = [rrc_windows(p.shapes, rng) if roi else [None] * len(p.encoded) for p in parsed]
+    with ThreadPoolExecutor(workers) as ex:
+        list(
+            ex.map(
+                lambda a: _decode_and_upload(cupy, 0, a[0], a[1], "RGB", stream),
+                zip(parsed[0].encoded, rois[0]),
+            )
+        )
+        t0 = time.perf_counter()
+        for p, r in zip(parsed, rois):
+            outs = list(
+                ex.map(
+                    lambda a: _decode_and_upload(cupy, 0, a[0], a[1], "RGB", stream),
+                    zip(p.encoded, r),
+                )
+            )
+            stream.synchronize()
+            del outs
+        dt = time.perf_counter() - t0
+    return record(
+        f"cpu decode opencv {workers} threads{' roi' if roi else ''}",
+        len(data),
+        dt,
+        workers=workers,
+    )
+
+
+def make_train_step(cupy, kernel_stream):
+    def step(decoded, mirror):
+        return resize_crop_mirror_normalize(
+            decoded.images,
+            decoded.windows,
+            (224, 224),
+            mirror,
+            MEAN,
+            STD,
+            np.float16,
+            "CHW",
+            stream=kernel_stream,
+        )
+
+    return step
+
+
+@guarded
+def bench_train(label: str, data, bs, cupy, depth: int = 2, **cfg):
+    """Full RRC training path, decode of batch i+1.. overlapping the kernel of batch i."""
+    decs = [BatchDecoder(0, **cfg) for _ in range(depth)]
+    dstreams = [cupy.cuda.Stream(non_blocking=True) for _ in range(depth)]
+    kstream = cupy.cuda.Stream(non_blocking=True)
+    step = make_train_step(cupy, kstream)
+    bl = batches(data, bs)
+
+    def decode(i: int):
+        j = i % depth
+        rng = np.random.default_rng((1, i))  # one generator per batch: threads share none
+        p = decs[j].parse(bl[i])  # header parse, random windows and flips: host work
+        win = rrc_windows(p.shapes, rng)
+        mirror = rng.random(len(win)) < 0.5
+        out = decs[j].decode(p, win, stream=dstreams[j])
+        ev = cupy.cuda.Event(disable_timing=True)
+        ev.record(dstreams[j])
+        return out, ev, mirror
+
+    def run(n_batches: int) -> tuple[float, int]:
+        errors = 0
+        with ThreadPoolExecutor(depth) as ex:
+            t0 = time.perf_counter()
+            futs = [ex.submit(decode, i) for i in range(min(depth, n_batches))]
+            prev = None
+            for i in range(n_batches):
+                dec, ev, mirror = futs[i].result()
+                if i + depth < n_batches:
+                    futs.append(ex.submit(decode, i + depth))
+                kstream.wait_event(ev)
+                out = step(dec, mirror)
+                done = cupy.cuda.Event(disable_timing=True)
+                done.record(kstream)
+                errors += sum(e is not None for e in dec.errors)
+                if prev is not None:
+                    prev[2].synchronize()  # the consumer has batch i-1; its inputs can go
+                prev = (dec, out, done)
+            kstream.synchronize()
+            return time.perf_counter() - t0, errors
+
+    run(depth)  # warm-up
+    dt, errors = run(len(bl))
+    r = record(label, len(data), dt, depth=depth, errors=errors, **cfg)
+    for d in decs:
+        d.close()
+    return r
+
+
+@guarded
+def bench_kernels(data, bs, cupy):
+    """GPU time of the fused RRC kernel and the validation resize + CMN, per batch."""
+    dec = BatchDecoder(0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(2)
+    p = dec.parse(data[:bs])
+    full = dec.decode(p, stream=stream)
+    win = rrc_windows(p.shapes, rng).astype(np.float32)
+    mirror = rng.random(bs) < 0.5
+    e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def timeit(fn, reps=20) -> float:
+        fn()
+        e0.record(stream)
+        for _ in range(reps):
+            fn()
+        e1.record(stream)
+        e1.synchronize()
+        return cupy.cuda.get_elapsed_time(e0, e1) / reps
+
+    t_rrc = timeit(
+        lambda: resize_crop_mirror_normalize(
+            full.images, win, (224, 224), mirror, MEAN, STD, stream=stream
+        )
+    )
+    sizes = sizes_for_shorter_side([im.shape for im in full.images], 256)
+    t_rs = timeit(lambda: resize_batch(full.images, sizes, stream=stream))
+    resized = resize_batch(full.images, sizes, stream=stream)
+    t_cmn = timeit(
+        lambda: crop_mirror_normalize_batch(
+            resized, (224, 224), mirror=mirror, mean=MEAN, std=STD, stream=stream
+        )
+    )
+    host0 = time.perf_counter()
+    for _ in range(20):
+        resize_crop_mirror_normalize(full.images, win, (224, 224), mirror, MEAN, STD, stream=stream)
+    host_ms = (time.perf_counter() - host0) / 20 * 1e3
+    stream.synchronize()
+    r = {
+        "name": f"kernels per batch of {bs} (ms, GPU time)",
+        "fused_rrc_ms": round(t_rrc, 3),
+        "resize_shorter_256_ms": round(t_rs, 3),
+        "cmn_224_ms": round(t_cmn, 3),
+        "fused_rrc_host_launch_ms": round(host_ms, 3),
+    }
+    RESULTS.append(r)
+    print(f"  {r}", flush=True)
+    return r
+
+
+@guarded
+def bench_torchvision(data, bs):
+    """Anchor: torchvision batched GPU decode + per-image crop/resize/flip, normalize."""
+    import torch
+    import torchvision
+    from torchvision.io import decode_jpeg
+    from torchvision.transforms.v2 import functional as F
+
+    rng = np.random.default_rng(3)
+    mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
+    std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)
+    import io
+
+    from PIL import Image
+
+    bl = batches(data, bs)
+    shapes = [np.array([Image.open(io.BytesIO(b)).size[::-1] for b in batch]) for batch in bl]
+
+    def run(idx, ops: bool) -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in idx:
+            tensors = [torch.frombuffer(b, dtype=torch.uint8) for b in bl[i]]
+            imgs = decode_jpeg(tensors, device="cuda")
+            if ops:
+                win = rrc_windows(shapes[i], rng)
+                flips = rng.random(len(imgs)) < 0.5
+                outs = []
+                for img, (y, x, h, w), f in zip(imgs, win.tolist(), flips):
+                    o = F.resize(img[:, y : y + h, x : x + w], [224, 224], antialias=True)
+                    outs.append(o.flip(-1) if f else o)
+                ((torch.stack(outs).float() - mean) / std).half()
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    run([0], True)
+    n = len(bl)
+    record(
+        f"torchvision {torchvision.__version__} decode_jpeg(cuda) only",
+        n * bs,
+        run(range(n), False),
+    )
+    record(
+        "torchvision decode_jpeg(cuda) + per-image RRC/flip/normalize", n * bs, run(range(n), True)
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--images", type=int, default=8192)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--json", default="gpu_path.json")
+    ap.add_argument("--sections", default="decode,cpu,hybrid,kernels,train,torchvision")
+    a = ap.parse_args()
+    import cupy
+
+    sections = set(a.sections.split(","))
+    data = load_jpegs(a.data, a.images)
+    small = data[: max(a.batch * 8, a.images // 4)]
+    sizes = np.array([len(b) for b in data])
+    print(f"{len(data)} images, mean {sizes.mean() / 1024:.0f} KiB, batch {a.batch}", flush=True)
+    bs = a.batch
+    if "decode" in sections:
+        print("decode only (GPU):", flush=True)
+        bench_decode(
+            "hw decoder (load 1.0), full image", data, bs, cupy, False, hw_decoder_load=1.0
+        )
+        bench_decode("hw decoder (load 1.0), ROI", data, bs, cupy, True, hw_decoder_load=1.0)
+        bench_decode(
+            "hw decoder (load 1.0), ROI, 2 decode threads",
+            data,
+            bs,
+            cupy,
+            True,
+            threads=2,
+            hw_decoder_load=1.0,
+        )
+        for load in (0.9, 0.75):
+            bench_decode(
+                f"hw {load} + CUDA decoder, ROI", data, bs, cupy, True, hw_decoder_load=load
+            )
+        bench_decode("CUDA decoder only (no hw), ROI", small, bs, cupy, True, use_hw_decoder=False)
+    if "cpu" in sections:
+        print("decode only (CPU, OpenCV + pinned upload):", flush=True)
+        for k in (8, 16):
+            bench_cpu_decode(small, bs, cupy, k, True)
+    if "hybrid" in sections:
+        print("hybrid: hw decoder + k CPU threads decoding a share:", flush=True)
+        for k, share in ((8, 0.1), (8, 0.2), (12, 0.2), (12, 0.3), (14, 0.25)):
+            bench_decode(
+                f"hybrid hw 1.0 + cpu share {share} on {k} threads, ROI",
+                data,
+                bs,
+                cupy,
+                True,
+                hw_decoder_load=1.0,
+                cpu_share=share,
+                cpu_workers=k,
+            )
+    if "kernels" in sections:
+        print("kernels:", flush=True)
+        bench_kernels(data, bs, cupy)
+    if "train" in sections:
+        print(
+            "full ResNet-50 train path (ROI decode + fused RRC/flip/normalize/fp16 NCHW):",
+            flush=True,
+        )
+        bench_train("train: hw 1.0, depth 2", data, bs, cupy, depth=2, hw_decoder_load=1.0)
+        bench_train("train: hw 1.0, depth 3", data, bs, cupy, depth=3, hw_decoder_load=1.0)
+        for share, k in ((0.2, 8), (0.25, 12)):
+            bench_train(
+                f"train: hw 1.0 + cpu {share} on {k}, depth 2",
+                data,
+                bs,
+                cupy,
+                depth=2,
+                hw_decoder_load=1.0,
+                cpu_share=share,
+                cpu_workers=k,
+            )
+    if "torchvision" in sections:
+        print("anchor:", flush=True)
+        bench_torchvision(small, bs)
+
+    import cupy as cp
+
+    env = {
+        "gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "cupy": cp.__version__,
+    }
+    try:
+        from nvidia import nvimgcodec
+
+        env["nvimgcodec"] = nvimgcodec.__version__
+    except Exception:
+        pass
+    out = {
+        "date": time.strftime("%Y-%m-%d"),
+        "env": env,
+        "images": len(data),
+        "batch": bs,
+        "results": RESULTS,
+    }
+    Path(a.json).write_text(json.dumps(out, indent=1))
+    print("\n| benchmark | img/s |\n|---|---|")
+    for r in RESULTS:
+        if "img_per_s" in r:
+            print(f"| {r['name']} | {r['img_per_s']:.0f} |")
+        elif "error" in r:
+            print(f"| {r['name']} | ERROR {r['error'][:80]} |")
+
+
+if __name__ == "__main__":
+    main()

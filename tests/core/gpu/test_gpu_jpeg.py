@@ -1,0 +1,172 @@
+"""GPU batch decoding (nvImageCodec) against Pillow, ROI decoding, bad samples, CPU share."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy")
+pytest.importorskip("nvidia.nvimgcodec")
+try:
+    _N_DEVICES = cupy.cuda.runtime.getDeviceCount()
+except Exception:
+    _N_DEVICES = 0
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(_N_DEVICES == 0, reason="no CUDA device"),
+]
+
+from PIL import Image, ImageFilter  # noqa: E402
+
+from chute.gpu.jpeg import BatchDecoder  # noqa: E402
+
+SHAPES = [(375, 500), (333, 500), (97, 131), (500, 281), (64, 64), (241, 17)]
+
+
+def photo_like(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """Smooth gradients, a few flat shapes and mild noise: baseline-JPEG friendly content."""
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.stack([xx / w * 200 + 30, yy / h * 180 + 40, (xx + yy) / (h + w) * 150 + 60], -1)
+    for _ in range(3):
+        cy, cx, r = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(5, max(h, w) / 3)
+        img[(yy - cy) ** 2 + (xx - cx) ** 2 < r * r] = rng.uniform(40, 215, 3)
+    img += rng.normal(0, 3, img.shape)
+    img = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).resize((w, h), Image.BILINEAR)
+    return np.asarray(img.filter(ImageFilter.GaussianBlur(1.2)))
+
+
+def encode(img: np.ndarray, fmt: str = "JPEG", **kw) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def jpegs() -> list[bytes]:
+    rng = np.random.default_rng(0)
+    return [encode(photo_like(rng, h, w), quality=90, subsampling=2) for h, w in SHAPES]
+
+
+@pytest.fixture(scope="module")
+def decoder() -> BatchDecoder:
+    d = BatchDecoder(0, hw_decoder_load=0.5)  # half hardware, half CUDA decoder when present
+    yield d
+    d.close()
+
+
+def pillow_rgb(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(np.int16)
+
+
+def test_gpu_decode_matches_pillow(decoder, jpegs):
+    out = decoder.decode(jpegs)
+    assert out.errors == [None] * len(jpegs)
+    assert set(out.sources) == {"gpu"}
+    for data, img in zip(jpegs, out.images):
+        ref = pillow_rgb(data)
+        got = cupy.asnumpy(img).astype(np.int16)
+        assert got.shape == ref.shape
+        diff = np.abs(got - ref)
+        # nvJPEG upsamples chroma without libjpeg's "fancy" filter: within 2 levels on
+        # smooth content, a few more at sharp colour edges
+        assert np.percentile(diff, 99.5) <= 2, np.percentile(diff, [50, 99, 99.5, 100])
+        assert diff.mean() < 0.75
+
+
+def test_fancy_upsampling_matches_pillow_within_2(jpegs):
+    d = BatchDecoder(0, fancy_upsampling=True)
+    out = d.decode(jpegs)
+    for data, img in zip(jpegs, out.images):
+        diff = np.abs(cupy.asnumpy(img).astype(np.int16) - pillow_rgb(data))
+        assert diff.max() <= 2, np.percentile(diff, [50, 99, 100])
+    d.close()
+
+
+def test_roi_decode_equals_crop_of_full_decode(decoder, jpegs):
+    rois = [
+        (16, 24, 200, 300),
+        (0, 0, 333, 500),
+        (13, 7, 50, 61),
+        (101, 3, 217, 250),
+        (8, 8, 48, 40),
+        (5, 2, 230, 15),
+    ]
+    full = decoder.decode(jpegs)
+    roi = decoder.decode(jpegs, rois)
+    for (y, x, h, w), f, r, win in zip(rois, full.images, roi.images, roi.windows):
+        assert r.shape == (h, w, 3)
+        np.testing.assert_array_equal(win, (0, 0, h, w))
+        diff = np.abs(
+            cupy.asnumpy(r).astype(np.int16)
+            - cupy.asnumpy(f[y : y + h, x : x + w]).astype(np.int16)
+        )
+        assert diff.max() <= 1, diff.max()
+
+
+def test_roi_clipped_at_border_reports_window(decoder, jpegs):
+    out = decoder.decode(jpegs[:1], [(-10, 450, 100, 100)])
+    assert out.images[0].shape == (90, 50, 3)
+    np.testing.assert_array_equal(out.windows[0], (-10, 0, 100, 100))
+
+
+def test_bad_samples_are_reported_not_fatal(decoder, jpegs):
+    rng = np.random.default_rng(1)
+    rgb = photo_like(rng, 45, 67)
+    png = encode(rgb, "PNG")
+    cmyk = io.BytesIO()
+    Image.fromarray(rgb).convert("CMYK").save(cmyk, "JPEG", quality=90)
+    gray = encode(rgb[..., 1], quality=90)
+    batch = [
+        jpegs[2],
+        png,
+        b"not an image at all",
+        jpegs[0][: len(jpegs[0]) // 3],
+        cmyk.getvalue(),
+        gray,
+        b"",
+    ]
+    out = decoder.decode(batch)
+    assert out.errors[0] is None and out.sources[0] == "gpu"
+    assert out.errors[1] is None and out.sources[1] == "fallback"
+    np.testing.assert_array_equal(cupy.asnumpy(out.images[1]), rgb)  # PNG is lossless
+    assert out.images[2] is None and out.errors[2]
+    assert out.images[6] is None and out.errors[6]
+    # a truncated JPEG may decode partially (as libjpeg does) or fail; either is reported
+    assert (out.images[3] is None) == (out.errors[3] is not None)
+    for i in (4, 5):  # CMYK and grayscale JPEGs come out as RGB, by whichever decoder
+        assert out.errors[i] is None, out.errors[i]
+        img = cupy.asnumpy(out.images[i]).astype(np.int16)
+        assert img.shape == (45, 67, 3)
+        assert np.abs(img - pillow_rgb(batch[i])).mean() < 2.0
+
+
+def test_output_types(decoder, jpegs):
+    rgb = decoder.decode(jpegs[:2], output_type="RGB")
+    bgr = decoder.decode(jpegs[:2], output_type="BGR")
+    gray = decoder.decode(jpegs[:2], output_type="GRAY")
+    for a, b, g in zip(rgb.images, bgr.images, gray.images):
+        np.testing.assert_array_equal(cupy.asnumpy(a), cupy.asnumpy(b)[..., ::-1])
+        assert g.shape == (*a.shape[:2], 1)
+        luma = cupy.asnumpy(a).astype(np.float32) @ np.array([0.299, 0.587, 0.114])
+        assert np.abs(cupy.asnumpy(g)[..., 0] - luma).mean() < 2.0
+
+
+def test_cpu_share_matches_gpu_decode(jpegs):
+    rois = [(16, 24, 200, 300), None, (13, 7, 50, 61), None, (8, 8, 48, 40), (5, 2, 230, 15)]
+    d = BatchDecoder(0, cpu_share=0.5, cpu_workers=2)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    out = d.decode(jpegs, rois, stream=stream)
+    stream.synchronize()
+    assert out.sources == ["gpu"] * 3 + ["cpu"] * 3
+    ref = BatchDecoder(0).decode(jpegs, rois)
+    for a, b in zip(out.images, ref.images):
+        assert a.shape == b.shape
+        assert (
+            np.abs(cupy.asnumpy(a).astype(np.int16) - cupy.asnumpy(b).astype(np.int16)).mean()
+            < 0.75
+        )
+    np.testing.assert_array_equal(out.windows, ref.windows)
+    d.close()
