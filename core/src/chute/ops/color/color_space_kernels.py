@@ -14,8 +14,10 @@ Conventions (OpenCV's and JPEG's, so results line up with ``cv2.cvtColor``):
   (expected in [0, 1]), H in [0, 360) degrees and S, V in [0, 1]. HSV needs uint8 or float.
 
 All conversions among RGB, BGR, GRAY and YCbCr compose into one affine map and run as a single
-``cv2.transform`` (float math, rounded to nearest, saturated); HSV goes through ``cv2.cvtColor``.
-The output has the input's dtype.
+``cv2.transform``; HSV goes through ``cv2.cvtColor``. The output has the input's dtype. Float
+data is converted in float arithmetic; uint8 data uses OpenCV's fixed-point path, which is
+within 1 of the exactly rounded value (about 2% of YCbCr values differ) and several times
+faster than a float round trip.
 """
 
 from __future__ import annotations

@@ -144,9 +144,13 @@ def _uint8_tables(
 
 def _lut_into(src: np.ndarray, table: np.ndarray, dst: np.ndarray) -> None:
     """``dst[...] = table[src]``, in place when OpenCV can wrap ``dst``."""
-    res = cv2.LUT(src, table, dst=dst)
+    try:
+        res = cv2.LUT(src, table, dst=dst)
+    except cv2.error:
+        # dst is a view OpenCV cannot wrap (e.g. 3 of 4 interleaved channels).
+        res = cv2.LUT(src, table)
     if res is not dst:  # OpenCV hands back dst itself when it wrote in place
-        dst[...] = res
+        dst[...] = res.reshape(dst.shape)
 
 
 def _crop_uint8(
@@ -170,7 +174,8 @@ def _crop_uint8(
             _lut_into(planes[c], tables[c], dst_bits[c])
         return
     if crop.strides[1] < 0:
-        crop = cv2.flip(crop[:, ::-1], 1)  # OpenCV cannot read negative strides
+        # OpenCV cannot read negative strides; flip (which drops a lone channel axis) instead.
+        crop = cv2.flip(crop[:, ::-1], 1).reshape(crop.shape)
     if channels == 1:
         _lut_into(crop[:, :, 0], tables[0], dst_bits[:, :, 0])
     elif channels <= 4:

@@ -63,9 +63,10 @@ def convert_saturate(
             lo, hi = np.iinfo(values.dtype).min, np.iinfo(values.dtype).max
             if lo < info.min or hi > info.max:
                 values = np.clip(values, max(lo, info.min), min(hi, info.max))
-        if out is None:
-            return values.astype(dt, copy=False)
-        np.copyto(out, values, casting="unsafe")
+        with np.errstate(over="ignore"):  # float narrowing overflows to inf, as IEEE says
+            if out is None:
+                return values.astype(dt, copy=False)
+            np.copyto(out, values, casting="unsafe")
         return out
     # Float -> integer. rint (half to even) is exact in every float precision; it differs from
     # half-away-from-zero only on exact ties k + 0.5, which x - rint(x) = +-0.5 finds exactly
