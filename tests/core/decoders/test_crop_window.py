@@ -164,3 +164,10 @@ def test_slice_window_out_of_bounds():
     ) == (0, 150, 5, 50)
     with pytest.raises(ValueError, match="not both"):
         slice_window(100, 200, start=(0, 0), rel_start=(0, 0))
+
+
+def test_slice_window_end_arguments():
+    assert slice_window(100, 200, start=(10, 20), end=(50, 70)) == (20, 10, 50, 40)
+    assert slice_window(100, 200, rel_start=(0.1, 0.2), rel_end=(0.5, 0.7)) == (20, 20, 50, 80)
+    with pytest.raises(ValueError, match="one of shape"):
+        slice_window(100, 200, shape=(5, 5), end=(10, 10))

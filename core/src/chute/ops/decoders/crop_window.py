@@ -94,12 +94,14 @@ def slice_window(
     start: Sequence[int] | None = None,
     shape: Sequence[int] | None = None,
     axis_names: str = "WH",
+    rel_end: Sequence[float] | None = None,
+    end: Sequence[int] | None = None,
     out_of_bounds_policy: str = "error",
 ) -> CropWindow:
     """Turn DALI slice arguments into a crop window.
 
-    ``start``/``shape`` are absolute pixels, ``rel_start``/``rel_shape``
-    fractions of the image size; both list values in ``axis_names`` order
+    ``start``/``shape``/``end`` are absolute pixels, ``rel_start``/``rel_shape``/
+    ``rel_end`` fractions of the image size; all list values in ``axis_names`` order
     ("WH" by default, as in DALI's image_slice: x first). Relative ends are
     rounded, and the shape is end - start, so that adjacent relative slices
     tile the image without gaps. Missing start means 0, missing shape means
@@ -107,8 +109,13 @@ def slice_window(
     """
     if start is not None and rel_start is not None:
         raise ValueError("give start or rel_start, not both")
-    if shape is not None and rel_shape is not None:
-        raise ValueError("give shape or rel_shape, not both")
+    extents_given = [
+        n
+        for n, v in [("shape", shape), ("rel_shape", rel_shape), ("end", end), ("rel_end", rel_end)]
+        if v is not None
+    ]
+    if len(extents_given) > 1:
+        raise ValueError(f"give one of shape, rel_shape, end, rel_end, not {extents_given}")
     if sorted(axis_names) != ["H", "W"]:
         raise ValueError(f"axis_names must be 'WH' or 'HW', got {axis_names!r}")
     if out_of_bounds_policy not in ("error", "trim_to_shape"):
@@ -117,7 +124,7 @@ def slice_window(
         )
     extent = {"H": height, "W": width}
     begin: dict[str, int] = {}
-    end: dict[str, int] = {}
+    stop: dict[str, int] = {}
     for index, axis in enumerate(axis_names):
         size = extent[axis]
         if rel_start is not None:
@@ -129,24 +136,28 @@ def slice_window(
         if rel_shape is not None:
             rel_extent = float(_axis_value(rel_shape, index, "rel_shape"))
             if rel_begin is not None:
-                end[axis] = math.floor((rel_begin + rel_extent) * size + 0.5)
+                stop[axis] = math.floor((rel_begin + rel_extent) * size + 0.5)
             else:
-                end[axis] = begin[axis] + math.floor(rel_extent * size + 0.5)
+                stop[axis] = begin[axis] + math.floor(rel_extent * size + 0.5)
         elif shape is not None:
-            end[axis] = begin[axis] + int(_axis_value(shape, index, "shape"))
+            stop[axis] = begin[axis] + int(_axis_value(shape, index, "shape"))
+        elif rel_end is not None:
+            stop[axis] = math.floor(float(_axis_value(rel_end, index, "rel_end")) * size + 0.5)
+        elif end is not None:
+            stop[axis] = int(_axis_value(end, index, "end"))
         else:
-            end[axis] = size
+            stop[axis] = size
         if out_of_bounds_policy == "trim_to_shape":
             begin[axis] = min(max(begin[axis], 0), size)
-            end[axis] = min(max(end[axis], begin[axis]), size)
-        if end[axis] <= begin[axis]:
-            raise ValueError(f"slice along {axis} is empty: [{begin[axis]}, {end[axis]})")
-        if begin[axis] < 0 or end[axis] > size:
+            stop[axis] = min(max(stop[axis], begin[axis]), size)
+        if stop[axis] <= begin[axis]:
+            raise ValueError(f"slice along {axis} is empty: [{begin[axis]}, {stop[axis]})")
+        if begin[axis] < 0 or stop[axis] > size:
             raise ValueError(
-                f"slice along {axis} [{begin[axis]}, {end[axis]}) is outside the image "
+                f"slice along {axis} [{begin[axis]}, {stop[axis]}) is outside the image "
                 f"(size {size}); use out_of_bounds_policy='trim_to_shape'"
             )
-    return begin["H"], begin["W"], end["H"] - begin["H"], end["W"] - begin["W"]
+    return begin["H"], begin["W"], stop["H"] - begin["H"], stop["W"] - begin["W"]
 
 
 def _axis_value(values: Sequence, index: int, name: str) -> float:
