@@ -1,0 +1,329 @@
+"""Resize: DALI's output-size rules, regions of interest, and resampling filters.
+
+Filters (``interp_type`` / ``min_filter`` / ``mag_filter``):
+
+- ``"nn"``: the input pixel containing the output pixel's centre.
+- ``"linear"`` (and ``"triangular"``, its DALI alias): bilinear; when downscaling with
+  ``antialias=True`` the triangle is stretched by the scale factor, which equals
+  Pillow's antialiased ``BILINEAR`` resize.
+- ``"cubic"`` (Keys, a = -0.5) and ``"lanczos3"``: with ``antialias=True`` their
+  support is stretched when downscaling too, as Pillow's ``BICUBIC`` / ``LANCZOS``.
+  (DALI keeps their support fixed even with antialiasing; pass ``antialias=False``
+  for that behaviour.)
+- ``"gaussian"``: DALI's Gaussian, sigma = radius / (2 sqrt 2), radius = max(scale, 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from chute.ops.geometry._border import as_hwc
+from chute.ops.geometry._resample import resample
+
+_MODES = ("default", "stretch", "not_smaller", "not_larger")
+_FILTER_ALIASES = {
+    "nn": "nn",
+    "nearest": "nn",
+    "linear": "linear",
+    "triangular": "linear",
+    "cubic": "cubic",
+    "lanczos3": "lanczos3",
+    "gaussian": "gaussian",
+}
+# a region of interest thinner than this (pixels) is widened, as DALI does
+_MIN_ROI = 1e-3
+
+
+def interp_name(interp: Any) -> str:
+    """Normalise an interpolation type (``types.INTERP_LINEAR``, "linear", ...) to a filter name."""
+    value = getattr(interp, "value", interp)
+    name = str(value).lower()
+    name = name.removeprefix("interptype.").removeprefix("interp_")
+    try:
+        return _FILTER_ALIASES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown interpolation type {interp!r}; expected one of {sorted(_FILTER_ALIASES)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class ResizePlan:
+    """Output size and the input region (continuous coordinates, lo > hi = flipped) per axis."""
+
+    out_h: int
+    out_w: int
+    roi_y: tuple[float, float]
+    roi_x: tuple[float, float]
+
+
+def _pair(value: float | Sequence[float], name: str) -> tuple[float, float]:
+    values = np.asarray(value, dtype=np.float64).reshape(-1)
+    if values.size == 1:
+        return float(values[0]), float(values[0])
+    if values.size != 2:
+        raise ValueError(f"{name} must have 1 or 2 values (H, W), got {values.size}")
+    return float(values[0]), float(values[1])
+
+
+def _adjust_output_size(
+    requested: list[float], in_size: list[float], mode: str, max_size: tuple[float, float] | None
+) -> list[float]:
+    """DALI's rules: fill in missing extents, apply the mode and the size limit."""
+    provided = [r != 0 and s != 0 for r, s in zip(requested, in_size)]
+    scale = [r / s if s else 1.0 for r, s in zip(requested, in_size)]
+    out = list(requested)
+    if not any(provided):
+        return list(in_size)
+    if mode in ("default", "stretch"):
+        if not all(provided):
+            if mode == "default":
+                # missing extents take the geometric mean of the given scales
+                given = [abs(s) for s, p in zip(scale, provided) if p]
+                fill = math.prod(given) ** (1.0 / len(given))
+            else:
+                fill = 1.0
+            for d, p in enumerate(provided):
+                if not p:
+                    scale[d] = fill
+                    out[d] = in_size[d] * fill
+        if max_size is not None:
+            for d in range(2):
+                if max_size[d] > 0 and abs(out[d]) > max_size[d]:
+                    out[d] = math.copysign(max_size[d], out[d])
+        return out
+    # not_smaller / not_larger: one scale for all axes, chosen among the given ones
+    # DALI compares these scales in float32; do the same so ties resolve identically
+    given = [float(np.float32(abs(s))) for s, p in zip(scale, provided) if p]
+    final = max(given) if mode == "not_smaller" else min(given)
+    if max_size is not None:
+        for d in range(2):
+            if max_size[d] > 0:
+                final = min(final, max_size[d] / in_size[d])
+    for d in range(2):
+        if not provided[d] or abs(scale[d]) != final:
+            out[d] = in_size[d] * math.copysign(final, scale[d])
+    return out
+
+
+def resize_plan(
+    in_h: int,
+    in_w: int,
+    *,
+    resize_x: float | None = None,
+    resize_y: float | None = None,
+    size: Sequence[float] | None = None,
+    resize_shorter: float | None = None,
+    resize_longer: float | None = None,
+    mode: str | None = None,
+    max_size: float | Sequence[float] | None = None,
+    roi_start: Sequence[float] | None = None,
+    roi_end: Sequence[float] | None = None,
+    roi_relative: bool = False,
+    subpixel_scale: bool = True,
+) -> ResizePlan:
+    """Compute output size and input region exactly as DALI's resize documents them.
+
+    Exactly one way of giving the size: ``resize_x``/``resize_y`` (either may be
+    omitted or 0), ``size`` (H, W; 0 = unspecified), ``resize_shorter`` (= "not_smaller"
+    with the same size on both axes) or ``resize_longer`` (= "not_larger"). Negative
+    sizes flip. ``roi_start``/``roi_end`` are (y, x), in pixels or, with
+    ``roi_relative``, fractions of the input size; start > end flips that axis.
+    Fractional output sizes are rounded (halves away from zero) and, with
+    ``subpixel_scale``, the region is widened or narrowed around its centre so the
+    scale factor stays the one requested.
+    """
+    ways = (resize_x is not None or resize_y is not None) + (size is not None)
+    ways += (resize_shorter is not None) + (resize_longer is not None)
+    if ways != 1:
+        raise ValueError(
+            "give exactly one of: resize_x/resize_y, size, resize_shorter, resize_longer"
+        )
+    if (resize_shorter is not None or resize_longer is not None) and mode is not None:
+        raise ValueError("mode cannot be combined with resize_shorter or resize_longer")
+    if resize_shorter is not None:
+        mode, requested = "not_smaller", [float(resize_shorter)] * 2
+    elif resize_longer is not None:
+        mode, requested = "not_larger", [float(resize_longer)] * 2
+    elif size is not None:
+        requested = list(_pair(size, "size"))
+    else:
+        requested = [float(resize_y or 0.0), float(resize_x or 0.0)]
+    mode = mode or "default"
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    limit = _pair(max_size, "max_size") if max_size is not None else None
+
+    if (roi_start is None) != (roi_end is None):
+        raise ValueError("roi_start and roi_end must be given together")
+    lo, hi = [0.0, 0.0], [float(in_h), float(in_w)]
+    if roi_start is not None:
+        starts, ends = _pair(roi_start, "roi_start"), _pair(roi_end, "roi_end")
+        for d, extent in enumerate((in_h, in_w)):
+            a, b = starts[d], ends[d]
+            if roi_relative:
+                a, b = a * extent, b * extent
+            if abs(b - a) < _MIN_ROI:
+                half = 0.5 * _MIN_ROI if a <= b else -0.5 * _MIN_ROI
+                a, b = a - half, b + half
+            lo[d], hi[d] = a, b
+    in_size = [0.0, 0.0]
+    for d in range(2):
+        extent = hi[d] - lo[d]
+        if extent < 0:
+            lo[d], hi[d] = hi[d], lo[d]
+            requested[d] = -requested[d]
+            extent = -extent
+        in_size[d] = extent
+
+    out = _adjust_output_size(requested, in_size, mode, limit)
+    dst = [0, 0]
+    for d in range(2):
+        # DALI keeps sizes in float32; round through it so ties land the same way
+        exact = float(np.float32(out[d]))
+        dst[d] = max(1, math.floor(abs(exact) + 0.5))
+        if exact < 0:
+            lo[d], hi[d] = hi[d], lo[d]
+        if subpixel_scale and dst[d] != abs(exact) and exact != 0:
+            adjustment = min(max(dst[d] / abs(exact), -10.0), 10.0)
+            center = 0.5 * (lo[d] + hi[d])
+            lo[d] = center + (lo[d] - center) * adjustment
+            hi[d] = center + (hi[d] - center) * adjustment
+    return ResizePlan(dst[0], dst[1], (lo[0], hi[0]), (lo[1], hi[1]))
+
+
+def resize_output_size(in_h: int, in_w: int, **size_args: Any) -> tuple[int, int]:
+    """Return ``(out_h, out_w)`` for DALI-style resize arguments (see :func:`resize_plan`)."""
+    plan = resize_plan(in_h, in_w, **size_args)
+    return plan.out_h, plan.out_w
+
+
+def axis_filters(
+    plan: ResizePlan,
+    interp_type: Any = "linear",
+    min_filter: Any = None,
+    mag_filter: Any = None,
+) -> tuple[str, str]:
+    """Pick each axis's filter: ``min_filter`` where it shrinks, ``mag_filter`` where it grows."""
+    shrink = interp_name(min_filter if min_filter is not None else interp_type)
+    grow = interp_name(mag_filter if mag_filter is not None else interp_type)
+    fy = shrink if plan.out_h < abs(plan.roi_y[1] - plan.roi_y[0]) else grow
+    fx = shrink if plan.out_w < abs(plan.roi_x[1] - plan.roi_x[0]) else grow
+    return fy, fx
+
+
+def resample_plan(
+    image: np.ndarray,
+    plan: ResizePlan,
+    filters: tuple[str, str],
+    antialias: bool = True,
+    dtype: Any = None,
+) -> np.ndarray:
+    """Resample ``image`` as ``plan`` says, taking OpenCV's fast path where it is exact."""
+    hwc, squeeze = as_hwc(image)
+    in_h, in_w = hwc.shape[:2]
+    (y0, y1), (x0, x1) = plan.roi_y, plan.roi_x
+    out_dtype = np.dtype(dtype) if dtype is not None else hwc.dtype
+    if filters == ("nn", "nn"):
+        rows = _nearest_index(in_h, plan.out_h, y0, y1)
+        cols = _nearest_index(in_w, plan.out_w, x0, x1)
+        out = hwc.take(rows, axis=0).take(cols, axis=1)
+        out = out.astype(out_dtype, copy=False)
+        return out[:, :, 0] if squeeze else out
+    shrinks = plan.out_h < abs(y1 - y0) or plan.out_w < abs(x1 - x0)
+    window = _integer_window(plan, in_h, in_w)
+    if (
+        filters == ("linear", "linear")
+        and (not antialias or not shrinks)
+        and window is not None
+        and hwc.shape[2] <= 4
+        and out_dtype == hwc.dtype
+        and hwc.dtype in (np.uint8, np.float32)
+    ):
+        # plain bilinear on a whole-pixel region: cv2.resize computes the same weights
+        (r0, r1, flip_y), (c0, c1, flip_x) = window
+        out = cv2.resize(
+            hwc[r0:r1, c0:c1], (plan.out_w, plan.out_h), interpolation=cv2.INTER_LINEAR
+        )
+        out = out.reshape(plan.out_h, plan.out_w, hwc.shape[2])
+        if flip_y or flip_x:
+            out = np.ascontiguousarray(out[:: -1 if flip_y else 1, :: -1 if flip_x else 1])
+        return out[:, :, 0] if squeeze else out
+    return resample(
+        image,
+        plan.out_h,
+        plan.out_w,
+        roi_y=plan.roi_y,
+        roi_x=plan.roi_x,
+        filter_y=filters[0],
+        filter_x=filters[1],
+        antialias=antialias,
+        dtype=out_dtype,
+    )
+
+
+def _nearest_index(in_size: int, out_size: int, lo: float, hi: float) -> np.ndarray:
+    centers = lo + (np.arange(out_size) + 0.5) * ((hi - lo) / out_size)
+    return np.clip(np.floor(centers), 0, in_size - 1).astype(np.intp)
+
+
+def _integer_window(plan: ResizePlan, in_h: int, in_w: int):
+    """Whole-pixel (start, end, flipped) per axis inside the image, or None."""
+    window = []
+    for (a, b), extent in ((plan.roi_y, in_h), (plan.roi_x, in_w)):
+        lo, hi = min(a, b), max(a, b)
+        if lo != int(lo) or hi != int(hi) or lo < 0 or hi > extent or hi <= lo:
+            return None
+        window.append((int(lo), int(hi), a > b))
+    return window
+
+
+def resize(
+    image: np.ndarray,
+    *,
+    resize_x: float | None = None,
+    resize_y: float | None = None,
+    size: Sequence[float] | None = None,
+    resize_shorter: float | None = None,
+    resize_longer: float | None = None,
+    mode: str | None = None,
+    max_size: float | Sequence[float] | None = None,
+    roi_start: Sequence[float] | None = None,
+    roi_end: Sequence[float] | None = None,
+    roi_relative: bool = False,
+    subpixel_scale: bool = True,
+    interp_type: Any = "linear",
+    min_filter: Any = None,
+    mag_filter: Any = None,
+    antialias: bool = True,
+    dtype: Any = None,
+) -> np.ndarray:
+    """Resize an HWC (or HW) image with DALI's ``fn.resize`` arguments.
+
+    See :func:`resize_plan` for the size and ROI rules and the module docstring for
+    the filters. ``dtype`` is the output type (default: the input's).
+    """
+    in_h, in_w = image.shape[:2]
+    plan = resize_plan(
+        in_h,
+        in_w,
+        resize_x=resize_x,
+        resize_y=resize_y,
+        size=size,
+        resize_shorter=resize_shorter,
+        resize_longer=resize_longer,
+        mode=mode,
+        max_size=max_size,
+        roi_start=roi_start,
+        roi_end=roi_end,
+        roi_relative=roi_relative,
+        subpixel_scale=subpixel_scale,
+    )
+    filters = axis_filters(plan, interp_type, min_filter, mag_filter)
+    return resample_plan(image, plan, filters, antialias=antialias, dtype=dtype)

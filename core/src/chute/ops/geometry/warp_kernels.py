@@ -1,0 +1,155 @@
+"""Affine warps: warp_affine and rotate, on OpenCV's warpAffine.
+
+Coordinates follow DALI: continuous pixel coordinates with pixel ``(x, y)`` covering
+``[x, x + 1) x [y, y + 1)`` (its centre at ``+0.5``), x to the right, y down. A matrix
+``[[m11, m12, m13], [m21, m22, m23]]`` maps ``(x, y, 1)`` to a point; with
+``inverse_map=True`` (the default) it maps output points to the input points sampled.
+OpenCV puts pixel centres at whole numbers, hence the half-pixel conjugation below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numpy as np
+
+from chute.ops.geometry._border import cv_apply, cv_border
+from chute.ops.geometry.resize_kernels import interp_name
+
+_CV_INTERP = {
+    "nn": cv2.INTER_NEAREST,
+    "linear": cv2.INTER_LINEAR,
+    "cubic": cv2.INTER_CUBIC,
+    # OpenCV's warps have no Lanczos-3; its 8-tap Lanczos-4 is the nearest kind
+    "lanczos3": cv2.INTER_LANCZOS4,
+    # DALI's warps sample, they do not filter: Gaussian falls back to linear there too
+    "gaussian": cv2.INTER_LINEAR,
+}
+
+
+def as_affine(matrix: Any) -> np.ndarray:
+    """Return a 2x3 float64 matrix from a 2x3, 3x3 or flat 6-element input."""
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.size == 6:
+        return m.reshape(2, 3)
+    if m.shape == (3, 3):
+        return m[:2]
+    raise ValueError(f"an affine matrix needs 6 values (2x3), got shape {m.shape}")
+
+
+def invert_affine(matrix: Any) -> np.ndarray:
+    """Invert a 2x3 affine matrix."""
+    m = as_affine(matrix)
+    full = np.vstack([m, [0.0, 0.0, 1.0]])
+    return np.linalg.inv(full)[:2]
+
+
+def to_opencv(matrix: Any) -> np.ndarray:
+    """Convert a DALI-convention (pixel centres at +0.5) matrix to OpenCV's (centres at 0)."""
+    m = as_affine(matrix).copy()
+    # x_cv = x - 0.5: M_cv(p) = M(p + 0.5) - 0.5
+    m[:, 2] += m[:, :2].sum(axis=1) * 0.5 - 0.5
+    return m
+
+
+def resolve_border(border: str | None, fill_value: Any) -> str:
+    """DALI's default: constant fill when a fill value is given, else repeat the edge."""
+    if border is None:
+        return "replicate" if fill_value is None else "constant"
+    cv_border(border)
+    return border
+
+
+def warp_affine(
+    image: np.ndarray,
+    matrix: Any,
+    size: Sequence[int] | None = None,
+    inverse_map: bool = True,
+    interp_type: Any = "linear",
+    fill_value: float | Sequence[float] | None = None,
+    border: str | None = None,
+) -> np.ndarray:
+    """Apply an affine transform to an HWC/HW image (DALI's ``fn.warp_affine``).
+
+    ``size`` is the output (H, W), default the input's. ``border`` defaults to
+    "constant" with ``fill_value`` when one is given, else "replicate" (DALI clamps).
+    """
+    m = as_affine(matrix)
+    if not inverse_map:
+        m = invert_affine(m)
+    in_h, in_w = image.shape[:2]
+    out_h, out_w = (in_h, in_w) if size is None else (int(size[0]), int(size[1]))
+    if out_h <= 0 or out_w <= 0:
+        raise ValueError(f"output size must be positive, got {out_h}x{out_w}")
+    mode = resolve_border(border, fill_value)
+    flags = _CV_INTERP[interp_name(interp_type)] | cv2.WARP_INVERSE_MAP
+    cv_matrix = to_opencv(m)
+
+    def run(chunk: np.ndarray, fill: tuple) -> np.ndarray:
+        return cv2.warpAffine(
+            chunk,
+            cv_matrix,
+            (out_w, out_h),
+            flags=flags,
+            borderMode=cv_border(mode),
+            borderValue=fill,
+        )
+
+    return cv_apply(image, run, fill_value)
+
+
+def rotated_canvas_size(in_h: int, in_w: int, angle: float) -> tuple[int, int]:
+    """Return the (H, W) that holds an image rotated by ``angle`` degrees, as DALI sizes it.
+
+    The bounding box is rounded up (with a 0.01 px tolerance); each extent is then
+    bumped by one if needed to keep the parity of the input extent it mostly comes
+    from, which keeps the centre on the pixel grid and avoids blurring small angles.
+    """
+    radians = math.radians(angle)
+    c, s = abs(math.cos(radians)), abs(math.sin(radians))
+    eps = 1e-2
+    out_w = math.ceil(c * in_w + s * in_h - eps)
+    out_h = math.ceil(c * in_h + s * in_w - eps)
+    parity_w, parity_h = (in_w % 2, in_h % 2) if s <= c else (in_h % 2, in_w % 2)
+    out_w += (out_w % 2) ^ parity_w
+    out_h += (out_h % 2) ^ parity_h
+    return out_h, out_w
+
+
+def rotation_matrix(in_h: int, in_w: int, out_h: int, out_w: int, angle: float) -> np.ndarray:
+    """Output->input matrix of a counter-clockwise rotation by ``angle`` degrees about the centres."""
+    radians = math.radians(angle)
+    c, s = math.cos(radians), math.sin(radians)
+    # with y pointing down, a counter-clockwise turn on screen reads the input at R(+a)
+    rot = np.array([[c, -s], [s, c]])
+    out_center = np.array([out_w * 0.5, out_h * 0.5])
+    in_center = np.array([in_w * 0.5, in_h * 0.5])
+    return np.hstack([rot, (in_center - rot @ out_center)[:, None]])
+
+
+def rotate(
+    image: np.ndarray,
+    angle: float,
+    keep_size: bool = False,
+    size: Sequence[int] | None = None,
+    interp_type: Any = "linear",
+    fill_value: float | Sequence[float] | None = None,
+    border: str | None = None,
+) -> np.ndarray:
+    """Rotate an HWC/HW image counter-clockwise by ``angle`` degrees (DALI's ``fn.rotate``).
+
+    The output is ``size`` (H, W) if given, else the input's size with ``keep_size``,
+    else the rotated bounding box (:func:`rotated_canvas_size`); centres stay aligned.
+    """
+    in_h, in_w = image.shape[:2]
+    if size is not None:
+        out_h, out_w = int(size[0]), int(size[1])
+    elif keep_size:
+        out_h, out_w = in_h, in_w
+    else:
+        out_h, out_w = rotated_canvas_size(in_h, in_w, angle)
+    matrix = rotation_matrix(in_h, in_w, out_h, out_w, angle)
+    return warp_affine(image, matrix, (out_h, out_w), True, interp_type, fill_value, border)
