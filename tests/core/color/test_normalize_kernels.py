@@ -63,3 +63,20 @@ def test_batch_statistics_span_all_samples() -> None:
 def test_bad_axes() -> None:
     with pytest.raises(ValueError):
         normalize(np.zeros((3, 4)), axes=2)
+
+
+def test_numpy_path_for_other_axes_and_ranks() -> None:
+    x = RNG.normal(0, 1, size=(4, 6, 5, 2)).astype(np.float32)
+    xd = x.astype(np.float64)
+    got = normalize(x, axes=(1, 3), ddof=1)
+    mean = xd.mean(axis=(1, 3), keepdims=True)
+    want = (xd - mean) / xd.std(axis=(1, 3), ddof=1, keepdims=True)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_large_offset_small_spread_stays_accurate() -> None:
+    # mean^2 / var = 1e12: one-pass sum-of-squares would cancel; the two-pass path must run.
+    x = (1000.0 + RNG.normal(0, 1e-3, size=(31, 29, 3))).astype(np.float64)
+    got = normalize(x, axes=(0, 1), dtype=np.float64)
+    want = (x - x.mean(axis=(0, 1))) / x.std(axis=(0, 1))
+    np.testing.assert_allclose(got, want, atol=1e-6)

@@ -124,7 +124,7 @@ def _affine_per_channel(
     work = image.astype(np.float32) if image.dtype != np.float64 else image.copy()
     work *= gain
     work += offset
-    return convert_saturate(work, out_dtype)
+    return convert_saturate(work, out_dtype, overwrite=True)
 
 
 def brightness_contrast(
@@ -214,13 +214,19 @@ def _apply_color_matrix(
     full[:3, channels] = offset
     if channels == 4:
         full[3, 3] = 1.0
-    work = image if image.dtype in (np.float32, np.float64) else image.astype(np.float32)
+    owned = image.dtype not in (np.float32, np.float64)
+    work = image.astype(np.float32) if owned else image
     shape = work.shape
     if work.ndim != 3:
         work = work.reshape(-1, 1, channels)
+    matrix_t = full.astype(work.dtype)
+    if owned and work.flags.c_contiguous:
+        # Per-pixel map: transforming our own copy in place saves a full-size temporary.
+        result = cv2.transform(work, matrix_t, dst=work)
+    else:
+        result = cv2.transform(work, matrix_t)
     # The alpha row is exact: integers up to 2**24 survive the float32 round trip.
-    result = cv2.transform(work, full.astype(work.dtype)).reshape(shape)
-    return convert_saturate(result, out_dtype)
+    return convert_saturate(result.reshape(shape), out_dtype, overwrite=True)
 
 
 def _is_bgr(image_type: Any) -> bool:

@@ -201,7 +201,7 @@ def _crop_generic(
         return
     tmp = np.multiply(src, g, dtype=work_dtype)
     tmp += b
-    convert_saturate(tmp, dst.dtype, rounding=rounding, out=dst)
+    convert_saturate(tmp, dst.dtype, rounding=rounding, out=dst, overwrite=True)
 
 
 def crop_mirror_normalize(

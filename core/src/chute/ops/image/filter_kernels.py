@@ -125,4 +125,4 @@ def gaussian_blur(
     blurred = blurred.reshape(work.shape)
     if blurred.dtype == out_dtype:
         return np.ascontiguousarray(blurred)
-    return convert_saturate(blurred, out_dtype)
+    return convert_saturate(blurred, out_dtype, overwrite=True)

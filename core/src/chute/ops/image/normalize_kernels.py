@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import cv2
 import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate
@@ -51,6 +52,53 @@ def _inv_std(var: np.ndarray, scale: float, epsilon: float) -> np.ndarray:
     return np.where(denom > 0, factor, 0.0)
 
 
+def _per_channel_gain_bias(
+    data: np.ndarray, gain: np.ndarray, bias: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(gain, bias) as C-vectors when they vary along the channels of an HW/HWC image only."""
+    if data.ndim not in (2, 3):
+        return None
+    channels = data.shape[2] if data.ndim == 3 else 1
+    if channels > 4:
+        return None
+    vectors = []
+    for v in (gain, bias):
+        if v.size == 1:
+            vectors.append(np.full(channels, float(v.ravel()[0])))
+        elif data.ndim == 3 and v.shape[-1] == channels and v.size == channels:
+            vectors.append(v.ravel())
+        else:
+            return None
+    return vectors[0], vectors[1]
+
+
+def _affine_cv2(
+    data: np.ndarray, gain: np.ndarray, bias: np.ndarray, dtype: np.dtype
+) -> np.ndarray | None:
+    """``data * gain + bias`` per channel in one OpenCV pass, or None when it does not apply."""
+    if data.dtype == np.uint8:
+        # Every output is one of 256 per channel: an exactly rounded float64 table + cv2.LUT.
+        if np.all(gain == gain[0]) and np.all(bias == bias[0]):
+            gain, bias = gain[:1], bias[:1]  # one shared table is OpenCV's fast LUT path
+        table = np.arange(256, dtype=np.float64)[:, None] * gain + bias
+        table = convert_saturate(table, dtype)
+        bits = table.view(np.int16) if dtype == np.float16 else table
+        lut = np.ascontiguousarray(bits).reshape(1, 256, gain.size)
+        res = cv2.LUT(np.ascontiguousarray(data), lut if gain.size > 1 else lut[:, :, 0])
+        res = res.reshape(data.shape)
+        return res.view(np.float16) if dtype == np.float16 else res
+    if data.dtype in (np.float32, np.float64):
+        channels = gain.size
+        matrix = np.zeros((channels, channels + 1))
+        matrix[:, :channels] = np.diag(gain)
+        matrix[:, channels] = bias
+        src = np.ascontiguousarray(data)
+        res = cv2.transform(src.reshape(*src.shape[:2], channels), matrix.astype(data.dtype))
+        res = res.reshape(data.shape)
+        return res if res.dtype == dtype else convert_saturate(res, dtype, overwrite=True)
+    return None
+
+
 def normalize_with(
     data: np.ndarray,
     mean: ArrayLike,
@@ -59,32 +107,81 @@ def normalize_with(
     dtype: DTypeLike = np.float32,
 ) -> np.ndarray:
     """Return ``(data - mean) * inv_std + shift`` (broadcast) converted to ``dtype``."""
-    work_dtype = np.float64 if data.dtype == np.float64 else np.float32
+    out_dtype = np.dtype(dtype)
     mean = np.asarray(mean, dtype=np.float64)
     inv_std = np.asarray(inv_std, dtype=np.float64)
     # One multiply-add: (x - m) * k + s == x * k + (s - m * k).
-    gain = inv_std.astype(work_dtype)
-    bias = (float(shift) - mean * inv_std).astype(work_dtype)
-    out = np.multiply(data, gain, dtype=work_dtype)
-    out += bias
-    if out.shape != data.shape:
+    gain = np.broadcast_to(inv_std, np.broadcast_shapes(inv_std.shape, mean.shape))
+    bias = float(shift) - mean * inv_std
+    if np.broadcast_shapes(data.shape, gain.shape, bias.shape) != data.shape:
         raise ValueError(f"mean/stddev of shape {mean.shape} do not broadcast to {data.shape}")
-    return out if np.dtype(dtype) == out.dtype else convert_saturate(out, dtype)
+    vectors = _per_channel_gain_bias(data, gain, bias)
+    if vectors is not None:
+        res = _affine_cv2(data, *vectors, out_dtype)
+        if res is not None:
+            return res
+    work_dtype = np.float64 if data.dtype == np.float64 else np.float32
+    out = np.multiply(data, gain.astype(work_dtype), dtype=work_dtype)
+    out += bias.astype(work_dtype)
+    return out if out_dtype == out.dtype else convert_saturate(out, out_dtype, overwrite=True)
+
+
+_CV2_STAT_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32, np.float64)
+
+
+def _sample_moments_cv2(
+    sample: np.ndarray, axes: tuple[int, ...]
+) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(count, mean, M2) of an HW/HWC sample over H, W (and C) via ``cv2.meanStdDev``, or None.
+
+    OpenCV sums x and x^2 in double in one pass (~60x faster than NumPy's strided reduction
+    over H and W); where that loses precision (variance tiny next to mean^2) we return None
+    so the two-pass NumPy path runs instead.
+    """
+    if sample.ndim not in (2, 3) or sample.dtype not in _CV2_STAT_TYPES:
+        return None
+    channels = sample.shape[2] if sample.ndim == 3 else 1
+    if channels > 4 or set(axes) not in ({0, 1}, set(range(sample.ndim))):
+        return None
+    mean_c, std_c = cv2.meanStdDev(np.ascontiguousarray(sample))
+    mean_c, var_c = mean_c.ravel(), np.square(std_c.ravel())
+    if np.any(var_c < 1e-7 * np.square(mean_c)):
+        return None
+    pixels = sample.shape[0] * sample.shape[1]
+    keep = (1, 1, channels) if sample.ndim == 3 else (1, 1)
+    if len(axes) == 2 and sample.ndim == 3:
+        return pixels, mean_c.reshape(keep), (var_c * pixels).reshape(keep)
+    # All axes: merge the per-channel groups (equal sizes) stably.
+    mean = mean_c.mean()
+    m2 = pixels * np.sum(var_c + np.square(mean_c - mean))
+    ones = (1,) * sample.ndim
+    return pixels * channels, np.full(ones, mean), np.full(ones, m2)
+
+
+def _sample_moments(
+    sample: np.ndarray, axes: tuple[int, ...]
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """(count, mean, M2 = sum of squared deviations) over ``axes``, kept dims of extent 1."""
+    fast = _sample_moments_cv2(sample, axes)
+    if fast is not None:
+        return fast
+    count = int(np.prod([sample.shape[a] for a in axes], dtype=np.int64))
+    mean = np.mean(sample, axis=axes, dtype=np.float64, keepdims=True)
+    # Two-pass: sum((x - mean)^2) stays accurate where E[x^2] - mean^2 cancels.
+    dev = np.subtract(sample, mean, dtype=np.float64)
+    np.square(dev, out=dev)
+    return count, mean, np.sum(dev, axis=axes, keepdims=True)
 
 
 def _moments(
     samples: Sequence[np.ndarray], axes: tuple[int, ...], ddof: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and variance over ``axes`` of all ``samples`` together, kept dims of extent 1."""
-    count = sum(int(np.prod([s.shape[a] for a in axes], dtype=np.int64)) for s in samples)
-    total = sum(np.sum(s, axis=axes, dtype=np.float64, keepdims=True) for s in samples)
-    mean = total / max(count, 1)
-    # Two-pass variance: sum((x - mean)^2) stays accurate where E[x^2] - mean^2 cancels.
-    sq = sum(
-        np.sum(np.square(s - mean.astype(np.float64)), axis=axes, keepdims=True) for s in samples
-    )
-    var = sq / max(count - ddof, 1)
-    return mean, var
+    """Mean and variance over ``axes`` of all ``samples`` together (pairwise-merged moments)."""
+    parts = [_sample_moments(s, axes) for s in samples]
+    total = sum(p[0] for p in parts)
+    mean = sum(p[0] * p[1] for p in parts) / max(total, 1)
+    m2 = sum(p[2] + p[0] * np.square(p[1] - mean) for p in parts)
+    return mean, m2 / max(total - ddof, 1)
 
 
 def normalize(
