@@ -170,3 +170,14 @@ def test_lookup_table(in_t: type) -> None:
     np.testing.assert_array_equal(sat, _round_sat(want_sat, np.uint8))
     with pytest.raises(TypeError):
         lookup_table(x.astype(np.float32), keys, values)
+
+
+def test_sequences_use_the_last_axis_as_channels() -> None:
+    frames = _image((2, 9, 11, 3), np.float32)
+    got = color_twist(frames, hue=30.0, saturation=0.5)
+    for f in range(2):
+        np.testing.assert_allclose(
+            got[f], color_twist(frames[f], hue=30.0, saturation=0.5), atol=1e-6
+        )
+    flat = _image((2, 9, 11, 3), np.uint8)
+    np.testing.assert_array_equal(brightness(flat, 0.5)[1], brightness(flat[1], 0.5))

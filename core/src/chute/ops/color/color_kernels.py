@@ -200,7 +200,7 @@ def _apply_color_matrix(
     bgr: bool = False,
 ) -> np.ndarray:
     """Apply ``out = matrix @ rgb + offset`` per pixel; alpha passes through, gray uses luma."""
-    channels = image.shape[-1] if image.ndim == 3 else 1
+    channels = image.shape[-1] if image.ndim >= 3 else 1
     if channels == 1:
         gain = float(_LUMA @ matrix @ np.ones(3))
         return _affine_per_channel(image, gain, float(_LUMA @ offset), out_dtype)
