@@ -88,6 +88,24 @@ def restore_channels(result: np.ndarray, channels: int, squeeze: bool) -> np.nda
     return result
 
 
+def channel_groups(channels: int) -> list[tuple[int, int]]:
+    """Split channels into runs OpenCV warps handle alike: 1, 3 or 4 channels each.
+
+    Two-channel images take a different path in OpenCV 5's float warps (sample
+    positions quantised to 1/32 px, where 1, 3 and 4 channels interpolate exactly),
+    so a pair is done as two singles to keep every channel on the same arithmetic.
+    """
+    groups, c0 = [], 0
+    while c0 < channels:
+        left = channels - c0
+        size = 1 if left == 2 else min(left, _CV_MAX_CHANNELS)
+        if left == 6:
+            size = 3  # 3 + 3 rather than 4 + 1 + 1
+        groups.append((c0, c0 + size))
+        c0 += size
+    return groups
+
+
 def cv_apply(
     image: np.ndarray,
     op: Callable[[np.ndarray, tuple], np.ndarray],
@@ -95,9 +113,9 @@ def cv_apply(
 ) -> np.ndarray:
     """Run an OpenCV geometric op on an HWC/HW image of any channel count and common dtype.
 
-    ``op(chunk, fill)`` gets an HWC array of at most 4 channels (OpenCV's limit for
-    fill values and remap) and the fill tuple for those channels; wider images are
-    processed in groups of 4 channels. dtypes OpenCV lacks are round-tripped through
+    ``op(chunk, fill)`` gets an HWC array of 1, 3 or 4 channels (OpenCV's limit for
+    fill values is 4) and the fill tuple for those channels; other channel counts are
+    processed in groups (:func:`channel_groups`). dtypes OpenCV lacks are round-tripped through
     float64 (exact for int32 / uint32) and cast back.
     """
     hwc, squeeze = as_hwc(image)
@@ -106,13 +124,13 @@ def cv_apply(
     work = hwc
     if hwc.dtype.type not in _CV_DTYPES:
         work = hwc.astype(np.float64)
-    if channels <= _CV_MAX_CHANNELS:
+    groups = channel_groups(channels)
+    if len(groups) == 1:
         out = op(np.ascontiguousarray(work), fill)
         out, _ = as_hwc(out) if out.ndim == 2 else (out, False)
     else:
         parts = []
-        for c0 in range(0, channels, _CV_MAX_CHANNELS):
-            c1 = min(channels, c0 + _CV_MAX_CHANNELS)
+        for c0, c1 in groups:
             part = op(np.ascontiguousarray(work[:, :, c0:c1]), fill[c0:c1])
             parts.append(part[:, :, None] if part.ndim == 2 else part)
         out = np.concatenate(parts, axis=2)

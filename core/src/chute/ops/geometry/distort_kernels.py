@@ -32,9 +32,15 @@ def remap(
     name = interp_name(interp_type)
     if name not in _CV_INTERP:
         raise ValueError(f"displacement filters support 'nn' and 'linear', got {name!r}")
-    # OpenCV's pixel centres are at whole numbers
-    map_x = (src_x - 0.5).astype(np.float32)
-    map_y = (src_y - 0.5).astype(np.float32)
+    if name == "nn":
+        # the pixel containing the point; whole-number maps keep OpenCV's rounding
+        # (ties to even) out of it, so points on pixel corners stay exact
+        map_x = np.floor(src_x).astype(np.float32)
+        map_y = np.floor(src_y).astype(np.float32)
+    else:
+        # OpenCV's pixel centres are at whole numbers
+        map_x = (src_x - 0.5).astype(np.float32)
+        map_y = (src_y - 0.5).astype(np.float32)
     mode = cv_border(border)
 
     def run(chunk: np.ndarray, fill: tuple) -> np.ndarray:

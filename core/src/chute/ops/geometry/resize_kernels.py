@@ -237,20 +237,18 @@ def resample_plan(
         out = out.astype(out_dtype, copy=False)
         return out[:, :, 0] if squeeze else out
     shrinks = plan.out_h < abs(y1 - y0) or plan.out_w < abs(x1 - x0)
-    window = _integer_window(plan, in_h, in_w)
+    flips = _whole_image_window(plan, in_h, in_w)
     if (
         filters == ("linear", "linear")
         and (not antialias or not shrinks)
-        and window is not None
-        and hwc.shape[2] <= 4
+        and flips is not None
+        and hwc.shape[2] in (1, 3, 4)
         and out_dtype == hwc.dtype
         and hwc.dtype in (np.uint8, np.float32)
     ):
-        # plain bilinear on a whole-pixel region: cv2.resize computes the same weights
-        (r0, r1, flip_y), (c0, c1, flip_x) = window
-        out = cv2.resize(
-            hwc[r0:r1, c0:c1], (plan.out_w, plan.out_h), interpolation=cv2.INTER_LINEAR
-        )
+        # plain bilinear over the whole image: cv2.resize computes the same weights
+        flip_y, flip_x = flips
+        out = cv2.resize(hwc, (plan.out_w, plan.out_h), interpolation=cv2.INTER_LINEAR)
         out = out.reshape(plan.out_h, plan.out_w, hwc.shape[2])
         if flip_y or flip_x:
             out = np.ascontiguousarray(out[:: -1 if flip_y else 1, :: -1 if flip_x else 1])
@@ -273,15 +271,18 @@ def _nearest_index(in_size: int, out_size: int, lo: float, hi: float) -> np.ndar
     return np.clip(np.floor(centers), 0, in_size - 1).astype(np.intp)
 
 
-def _integer_window(plan: ResizePlan, in_h: int, in_w: int):
-    """Whole-pixel (start, end, flipped) per axis inside the image, or None."""
-    window = []
+def _whole_image_window(plan: ResizePlan, in_h: int, in_w: int):
+    """``(flip_y, flip_x)`` if the region is the whole image on both axes, else None.
+
+    Only then may OpenCV's resize stand in for the engine: inside a smaller region
+    the filter must still read the pixels around it, which cropping first would lose.
+    """
+    flips = []
     for (a, b), extent in ((plan.roi_y, in_h), (plan.roi_x, in_w)):
-        lo, hi = min(a, b), max(a, b)
-        if lo != int(lo) or hi != int(hi) or lo < 0 or hi > extent or hi <= lo:
+        if (min(a, b), max(a, b)) != (0.0, float(extent)):
             return None
-        window.append((int(lo), int(hi), a > b))
-    return window
+        flips.append(a > b)
+    return flips[0], flips[1]
 
 
 def resize(
