@@ -127,17 +127,28 @@ def axis_plan(
     ends = np.minimum(first + trail, in_size)
     in_lo = int(starts.min())
     in_hi = int(ends.max())
-    blocks = []
-    for o0 in range(0, out_size, _BLOCK_ROWS):
-        o1 = min(out_size, o0 + _BLOCK_ROWS)
-        b0 = int(starts[o0:o1].min())
-        b1 = int(ends[o0:o1].max())
-        dense = np.zeros((o1 - o0, b1 - b0), dtype=np.float32)
-        cols = first[o0:o1, None] + np.arange(taps)[None, :] - b0
-        rows = np.broadcast_to(np.arange(o1 - o0)[:, None], cols.shape)
-        keep = nonzero[o0:o1] & (cols >= 0) & (cols < b1 - b0)
-        dense[rows[keep], cols[keep]] = weights[o0:o1][keep]
-        blocks.append((o0, o1, b0 - in_lo, b1 - in_lo, dense))
+    # all blocks at once: one zero-padded (blocks, rows, band) array, scattered into
+    block_starts = np.arange(0, out_size, _BLOCK_ROWS)
+    band_lo = np.minimum.reduceat(starts, block_starts)
+    band_hi = np.maximum.reduceat(ends, block_starts)
+    block_of = np.arange(out_size) // _BLOCK_ROWS
+    dense = np.zeros((len(block_starts), _BLOCK_ROWS, int((band_hi - band_lo).max())), np.float32)
+    cols = first[:, None] + np.arange(taps)[None, :] - band_lo[block_of][:, None]
+    rows = np.broadcast_to((np.arange(out_size) % _BLOCK_ROWS)[:, None], cols.shape)
+    blocks_index = np.broadcast_to(block_of[:, None], cols.shape)
+    dense[blocks_index[nonzero], rows[nonzero], cols[nonzero]] = weights[nonzero]
+    blocks = [
+        (
+            o0,
+            min(o0 + _BLOCK_ROWS, out_size),
+            lo - in_lo,
+            hi - in_lo,
+            dense[b, : min(_BLOCK_ROWS, out_size - o0), : hi - lo],
+        )
+        for b, (o0, lo, hi) in enumerate(
+            zip(block_starts.tolist(), band_lo.tolist(), band_hi.tolist())
+        )
+    ]
     return AxisPlan(in_lo, in_hi, out_size, blocks)
 
 
