@@ -1,0 +1,363 @@
+"""Image decoding operators: fn.decoders.image, image_crop, image_slice, image_random_crop,
+and fn.peek_image_shape.
+
+Each takes encoded bytes (a 1-D uint8 sample, as readers and external_source
+give them) and runs per sample on CPU threads through
+:mod:`chute.ops.decoders.image_codec`, which releases the GIL while it
+decodes. Corrupt, truncated or unsupported samples raise
+:class:`~chute.ops.decoders.image_codec.DecodeError` (a ValueError), which the
+pipeline's ``on_error`` policy handles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import OpNode
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import ArgView, Operator
+from chute.ops.decoders.crop_window import (
+    crop_window_from_anchor,
+    random_crop_window,
+    slice_window,
+)
+from chute.ops.decoders.image_codec import OUTPUT_TYPES, decode, peek_shape
+from chute.types import to_dtype
+
+_DECODE_ARGS = (
+    Arg(
+        "output_type",
+        "str",
+        "RGB",
+        "Color space of the output: RGB, BGR, GRAY, YCbCr (BT.601 limited range) or "
+        "ANY_DATA (the image's own channels).",
+        per_sample=False,
+        choices=OUTPUT_TYPES,
+    ),
+    Arg(
+        "dtype",
+        "dtype",
+        np.dtype(np.uint8),
+        "Output type: uint8, uint16 or float32 (float in [0, 1]).",
+        per_sample=False,
+    ),
+    Arg(
+        "adjust_orientation",
+        "bool",
+        True,
+        "Turn the image upright by its EXIF orientation.",
+        per_sample=False,
+    ),
+)
+# DALI tuning knobs that have no meaning for chute's CPU decoder; accepted so
+# that DALI pipelines port unchanged.
+_DALI_TUNING_ARGS = tuple(
+    Arg(name, "any", None, "Accepted for DALI compatibility; no effect.", per_sample=False)
+    for name in (
+        "hw_decoder_load",
+        "hybrid_huffman_threshold",
+        "device_memory_padding",
+        "device_memory_padding_jpeg2k",
+        "host_memory_padding",
+        "host_memory_padding_jpeg2k",
+        "preallocate_height_hint",
+        "preallocate_width_hint",
+        "memory_stats",
+        "use_fast_idct",
+        "jpeg_fancy_upsampling",
+        "affine",
+        "split_stages",
+        "use_chunk_allocator",
+        "cache_size",
+        "cache_type",
+        "cache_threshold",
+        "cache_debug",
+        "cache_batch_copy",
+    )
+)
+_ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
+
+
+class _DecoderBase(Operator):
+    """Shared checks and output description of the image decoders."""
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        dtype = args.get("dtype")
+        if dtype is not None and to_dtype(dtype) not in _ALLOWED_DTYPES:
+            raise ValueError(
+                f"{self.schema.display_name}: argument 'dtype' got {dtype!r}; accepted: "
+                "uint8, uint16, float32"
+            )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        dtype = to_dtype(node.arg("dtype") or np.uint8)
+        return [Spec(dtype, 3, "HWC")]
+
+    def _decode(self, encoded: np.ndarray, args: ArgView, roi: tuple | None) -> np.ndarray:
+        return decode(
+            encoded,
+            output_type=args["output_type"],
+            dtype=args["dtype"],
+            adjust_orientation=args["adjust_orientation"],
+            roi=roi,
+        )
+
+    def _shape(self, encoded: np.ndarray, args: ArgView) -> tuple[int, int]:
+        height, width, _ = peek_shape(encoded, args["adjust_orientation"])
+        return height, width
+
+
+def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) -> tuple:
+    y0, x0, crop_h, crop_w = window
+    if y0 < 0 or x0 < 0 or y0 + crop_h > height or x0 + crop_w > width:
+        raise ValueError(
+            f"{op}: crop window {crop_h}x{crop_w} (HxW) at (y={y0}, x={x0}) does not fit "
+            f"the {height}x{width} image"
+        )
+    return y0, x0, y0 + crop_h, x0 + crop_w
+
+
+class ImageDecoder(_DecoderBase):
+    """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
+
+    schema = Schema(
+        name="decoders.image",
+        inputs=("encoded",),
+        args=(*_DECODE_ARGS, *_DALI_TUNING_ARGS),
+    )
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        return self._decode(inputs[0], args, None)
+
+
+class ImageCropDecoder(_DecoderBase):
+    """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
+
+    schema = Schema(
+        name="decoders.image_crop",
+        inputs=("encoded",),
+        args=(
+            *_DECODE_ARGS,
+            Arg("crop", "float_list", None, "Crop size (height, width) in pixels."),
+            Arg("crop_h", "float", 0.0, "Crop height in pixels (overrides crop)."),
+            Arg("crop_w", "float", 0.0, "Crop width in pixels (overrides crop)."),
+            Arg("crop_pos_x", "float", 0.5, "Horizontal position in [0, 1]: 0 left, 1 right."),
+            Arg("crop_pos_y", "float", 0.5, "Vertical position in [0, 1]: 0 top, 1 bottom."),
+            *_DALI_TUNING_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        super().check_args(args, arg_inputs)
+        given = [n for n in ("crop", "crop_h", "crop_w") if n in args or n in arg_inputs]
+        if not given:
+            raise TypeError(f"{self.schema.display_name}: give 'crop' or 'crop_h' and 'crop_w'")
+        crop = args.get("crop")
+        if crop is not None and len(crop) != 2:
+            raise ValueError(
+                f"{self.schema.display_name}: argument 'crop' must be (height, width), got {crop}"
+            )
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        encoded = inputs[0]
+        crop = args["crop"]
+        crop_h, crop_w = (crop[0], crop[1]) if crop is not None else (0.0, 0.0)
+        crop_h = args["crop_h"] or crop_h
+        crop_w = args["crop_w"] or crop_w
+        height, width = self._shape(encoded, args)
+        window = crop_window_from_anchor(
+            height,
+            width,
+            round(crop_h),
+            round(crop_w),
+            args["crop_pos_x"],
+            args["crop_pos_y"],
+        )
+        return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+
+
+class ImageSliceDecoder(_DecoderBase):
+    """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
+
+    schema = Schema(
+        name="decoders.image_slice",
+        inputs=("encoded", "anchor", "slice_shape"),
+        min_inputs=1,
+        args=(
+            *_DECODE_ARGS,
+            Arg("start", "int_list", None, "Slice start in pixels, in axis_names order."),
+            Arg("rel_start", "float_list", None, "Slice start relative to the image size."),
+            Arg("shape", "int_list", None, "Slice shape in pixels, in axis_names order."),
+            Arg("rel_shape", "float_list", None, "Slice shape relative to the image size."),
+            Arg("end", "int_list", None, "Slice end in pixels (exclusive)."),
+            Arg("rel_end", "float_list", None, "Slice end relative to the image size."),
+            Arg(
+                "axis_names",
+                "str",
+                "WH",
+                "Order of the values: 'WH' (x first) or 'HW'.",
+                per_sample=False,
+            ),
+            Arg(
+                "normalized_anchor",
+                "bool",
+                True,
+                "The anchor input is relative to the image size.",
+                per_sample=False,
+            ),
+            Arg(
+                "normalized_shape",
+                "bool",
+                True,
+                "The shape input is relative to the image size.",
+                per_sample=False,
+            ),
+            Arg(
+                "out_of_bounds_policy",
+                "str",
+                "error",
+                "A slice outside the image: 'error' or 'trim_to_shape'.",
+                per_sample=False,
+                choices=("error", "trim_to_shape"),
+            ),
+            *_DALI_TUNING_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        super().check_args(args, arg_inputs)
+        axis_names = args.get("axis_names", "WH")
+        if sorted(axis_names) != ["H", "W"]:
+            raise ValueError(
+                f"{self.schema.display_name}: argument 'axis_names' must be 'WH' or 'HW', "
+                f"got {axis_names!r}"
+            )
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        encoded = inputs[0]
+        height, width = self._shape(encoded, args)
+        starts: dict[str, Any] = {
+            "start": args["start"],
+            "rel_start": args["rel_start"],
+            "shape": args["shape"],
+            "rel_shape": args["rel_shape"],
+            "end": args["end"],
+            "rel_end": args["rel_end"],
+        }
+        if len(inputs) > 1:
+            key = "rel_start" if args["normalized_anchor"] else "start"
+            starts["start"] = starts["rel_start"] = None
+            starts[key] = np.asarray(inputs[1]).reshape(-1)
+        if len(inputs) > 2:
+            key = "rel_shape" if args["normalized_shape"] else "shape"
+            for name in ("shape", "rel_shape", "end", "rel_end"):
+                starts[name] = None
+            starts[key] = np.asarray(inputs[2]).reshape(-1)
+        window = slice_window(
+            height,
+            width,
+            axis_names=args["axis_names"],
+            out_of_bounds_policy=args["out_of_bounds_policy"],
+            **starts,
+        )
+        return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+
+
+class ImageRandomCropDecoder(_DecoderBase):
+    """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
+
+    schema = Schema(
+        name="decoders.image_random_crop",
+        inputs=("encoded",),
+        args=(
+            *_DECODE_ARGS,
+            Arg(
+                "random_area",
+                "float_pair",
+                (0.08, 1.0),
+                "Range of the crop's area as a fraction of the image area.",
+                per_sample=False,
+            ),
+            Arg(
+                "random_aspect_ratio",
+                "float_pair",
+                (3 / 4, 4 / 3),
+                "Range of the crop's width/height ratio (drawn log-uniformly).",
+                per_sample=False,
+            ),
+            Arg(
+                "num_attempts",
+                "int",
+                10,
+                "Draws before falling back to a centre crop.",
+                per_sample=False,
+            ),
+            *_DALI_TUNING_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        super().check_args(args, arg_inputs)
+        area = args.get("random_area", (0.08, 1.0))
+        if not 0 < area[0] <= area[1]:
+            raise ValueError(
+                f"{self.schema.display_name}: argument 'random_area' must be 0 < lo <= hi, "
+                f"got {area}"
+            )
+        ratio = args.get("random_aspect_ratio", (3 / 4, 4 / 3))
+        if not 0 < ratio[0] <= ratio[1]:
+            raise ValueError(
+                f"{self.schema.display_name}: argument 'random_aspect_ratio' must be "
+                f"0 < lo <= hi, got {ratio}"
+            )
+        if args.get("num_attempts", 10) < 1:
+            raise ValueError(f"{self.schema.display_name}: argument 'num_attempts' must be >= 1")
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        encoded = inputs[0]
+        height, width = self._shape(encoded, args)
+        window = random_crop_window(
+            height,
+            width,
+            area=args["random_area"],
+            aspect_ratio=args["random_aspect_ratio"],
+            num_attempts=args["num_attempts"],
+            rng=ctx.rng,
+        )
+        return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+
+
+class PeekImageShape(Operator):
+    """The (height, width, channels) of each encoded image, read from its header only."""
+
+    schema = Schema(
+        name="peek_image_shape",
+        inputs=("encoded",),
+        args=(
+            Arg("dtype", "dtype", np.dtype(np.int64), "Type of the output.", per_sample=False),
+            Arg(
+                "adjust_orientation",
+                "bool",
+                True,
+                "Report the shape after EXIF orientation.",
+                per_sample=False,
+            ),
+            Arg(
+                "image_type",
+                "any",
+                None,
+                "Accepted for DALI compatibility; no effect.",
+                per_sample=False,
+            ),
+        ),
+    )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(to_dtype(node.arg("dtype") or np.int64), 1, None)]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        shape = peek_shape(inputs[0], args["adjust_orientation"])
+        return np.asarray(shape, dtype=args["dtype"] or np.int64)
