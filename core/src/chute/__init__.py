@@ -1,0 +1,36 @@
+"""chute: data loading and augmentation for deep learning, in DALI's vocabulary.
+
+    from chute import pipeline_def, fn, types
+
+No deep-learning framework is imported here; the plugins ``chute.torch``,
+``chute.tf``, ``chute.paddle`` and ``chute.jax`` adapt batches to each.
+"""
+
+from __future__ import annotations
+
+from pkgutil import extend_path
+
+# Plugin distributions (chute-torch, ...) add subpackages to this package from
+# their own folders when installed in editable mode.
+__path__ = extend_path(__path__, __name__)
+
+from chute import fn, ops, types
+from chute.executor import OperatorError
+from chute.graph import DataNode
+from chute.pipeline import Pipeline, pipeline_def
+from chute.tensors import TensorListCPU
+from chute.types import LastBatchPolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataNode",
+    "LastBatchPolicy",
+    "OperatorError",
+    "Pipeline",
+    "TensorListCPU",
+    "fn",
+    "ops",
+    "pipeline_def",
+    "types",
+]

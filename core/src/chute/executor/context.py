@@ -1,0 +1,110 @@
+"""What an operator sees while it runs: sample position, random stream, state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import OpNode
+
+_MASK64 = (1 << 64) - 1
+
+
+def random_generator(seed: int, node_id: int, epoch: int, iteration: int, sample: int):
+    """Counter-based generator: a pure function of (seed, operator, epoch, iteration, sample)."""
+    bits = np.random.Philox(
+        key=np.array([seed & _MASK64, node_id & _MASK64], dtype=np.uint64),
+        counter=np.array([sample, iteration, epoch, 0], dtype=np.uint64),
+    )
+    return np.random.Generator(bits)
+
+
+class SampleContext:
+    """Per-sample context handed to ``Operator.run_sample``."""
+
+    __slots__ = ("_rng", "epoch", "idx_in_batch", "iteration", "meta", "node", "seed", "state")
+
+    def __init__(
+        self,
+        node: OpNode,
+        seed: int,
+        epoch: int,
+        iteration: int,
+        idx_in_batch: int,
+        state: Any,
+        meta: dict | None,
+    ):
+        self.node = node
+        self.seed = seed
+        self.epoch = epoch
+        self.iteration = iteration
+        self.idx_in_batch = idx_in_batch
+        self.state = state
+        self.meta = meta
+        self._rng = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """This sample's random stream for this operator (independent of threads and timing)."""
+        if self._rng is None:
+            self._rng = random_generator(
+                self.seed, self.node.id, self.epoch, self.iteration, self.idx_in_batch
+            )
+        return self._rng
+
+
+class BatchContext:
+    """Per-batch context handed to ``Operator.run_batch`` and ``Operator.run_gpu``."""
+
+    def __init__(
+        self,
+        node: OpNode,
+        seed: int,
+        epoch: int,
+        iteration: int,
+        state: Any,
+        meta: list,
+        pool: Any,
+        stream: Any = None,
+        device_id: int | None = None,
+    ):
+        self.node = node
+        self.seed = seed
+        self.epoch = epoch
+        self.iteration = iteration
+        self.state = state
+        self.meta = meta
+        self.pool = pool
+        self.stream = stream
+        self.device_id = device_id
+
+    def rng(self, idx_in_batch: int) -> np.random.Generator:
+        """The random stream of one sample (the same as its SampleContext.rng)."""
+        return random_generator(self.seed, self.node.id, self.epoch, self.iteration, idx_in_batch)
+
+
+class OperatorError(RuntimeError):
+    """An operator failed on a sample; names the operator, the sample and the cause."""
+
+    def __init__(
+        self,
+        node: OpNode,
+        sample: int | None,
+        iteration: int,
+        cause: BaseException,
+        source_info: str | None = None,
+    ):
+        self.node = node
+        self.sample = sample
+        self.iteration = iteration
+        self.source_info = source_info
+        where = (
+            f"sample {sample} of iteration {iteration}"
+            if sample is not None
+            else (f"iteration {iteration}")
+        )
+        if source_info:
+            where += f" ({source_info})"
+        super().__init__(f"{node.label} failed on {where}: {type(cause).__name__}: {cause}")
+        self.__cause__ = cause

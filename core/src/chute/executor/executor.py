@@ -1,0 +1,372 @@
+"""Running a plan: the reader stage, CPU segments on the worker pool, batch and GPU steps.
+
+With ``exec_pipelined`` two background threads keep work ahead of the user:
+the reader thread produces source batches and the compute thread runs the
+remaining steps; bounded queues of depth ``prefetch_queue_depth`` join them.
+Results never depend on timing: random draws are keyed by (seed, operator,
+epoch, iteration, sample).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from chute.executor.context import BatchContext, OperatorError, SampleContext
+from chute.executor.plan import Plan, Step
+from chute.executor.workers import WorkerPool
+from chute.graph.node import DataNode, OpNode
+from chute.ops._base import ArgView
+from chute.tensors.cpu import TensorListCPU
+
+
+class EndOfEpoch:
+    """Marker: the sources ended this epoch."""
+
+
+@dataclass
+class SourceBatch:
+    """What the reader stage produced for one iteration."""
+
+    epoch: int
+    iteration: int
+    size: int
+    values: dict[tuple[int, int], list[Any]]
+    meta: list[dict]
+    states: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Failure:
+    error: BaseException
+
+
+class BatchArgs:
+    """The arguments of a whole batch, for batch-level and GPU operators."""
+
+    def __init__(self, node: OpNode, columns: dict[str, list[Any]], n: int):
+        self.node = node
+        self.columns = columns
+        self.n = n
+
+    def sample(self, i: int) -> ArgView:
+        return ArgView(self.node.schema, self.node.args, {k: v[i] for k, v in self.columns.items()})
+
+    def is_per_sample(self, name: str) -> bool:
+        return name in self.columns
+
+    def column(self, name: str) -> list[Any]:
+        """The converted value of an argument for each sample."""
+        if name in self.columns:
+            return [self.sample(i)[name] for i in range(self.n)]
+        return [self.node.arg(name)] * self.n
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.columns:
+            raise TypeError(
+                f"{self.node.label}: argument '{name}' is per sample here; use column()"
+            )
+        return self.node.arg(name)
+
+
+class Executor:
+    """Runs one built plan; owns the sources, the worker pool and the stage threads."""
+
+    def __init__(self, plan: Plan, pipeline: Any):
+        self.plan = plan
+        self.pipeline = pipeline
+        self.batch_size = pipeline.max_batch_size
+        self.seed = pipeline.seed
+        self.pool = WorkerPool(pipeline.num_threads)
+        self.pipelined = pipeline.exec_pipelined
+        self.depth = max(1, pipeline.prefetch_queue_depth)
+        self.sources = {n.id: n.op.open(n, pipeline) for n in plan.sources}
+        self.node_state = {n.id: n.op.setup(n) for s in plan.steps for n in s.nodes}
+        self.epoch = 0
+        self.iteration = 0
+        self.gpu = None
+        if plan.uses_gpu:
+            from chute.executor.gpu import GPUContext
+
+            self.gpu = GPUContext(pipeline.device_id)
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._src_q: queue.Queue = queue.Queue(self.depth)
+        self._out_q: queue.Queue = queue.Queue(self.depth)
+        self._ended = False
+        self._failed: BaseException | None = None
+        self.last_states: dict[int, Any] = {}
+
+    # ---- reader stage --------------------------------------------------------------------
+    def read(self) -> SourceBatch:
+        values: dict[tuple[int, int], list[Any]] = {}
+        size = None
+        meta: list[dict] | None = None
+        states = {}
+        for node in self.plan.sources:
+            source = self.sources[node.id]
+            try:
+                outputs, node_meta = source.next_batch(self.batch_size, self.epoch, self.iteration)
+            except StopIteration:
+                raise
+            except OperatorError:
+                raise
+            except Exception as exc:
+                raise OperatorError(node, None, self.iteration, exc) from exc
+            n = len(outputs[0]) if outputs else 0
+            if size is None:
+                size = n
+            elif n != size:
+                raise OperatorError(
+                    node,
+                    None,
+                    self.iteration,
+                    ValueError(
+                        f"produced a batch of {n} samples while another source produced {size}"
+                    ),
+                )
+            for i, out in enumerate(outputs):
+                values[(node.id, i)] = out
+            if node_meta is not None:
+                meta = node_meta
+            states[node.id] = source.state() if hasattr(source, "state") else None
+        size = size or 0
+        batch = SourceBatch(
+            self.epoch, self.iteration, size, values, meta or [{} for _ in range(size)], states
+        )
+        self.iteration += 1
+        return batch
+
+    # ---- compute stage ---------------------------------------------------------------------
+    def compute(self, batch: SourceBatch) -> list[Any]:
+        values = dict(batch.values)
+        for step in self.plan.steps:
+            if step.kind == "segment":
+                self._run_segment(step, values, batch)
+            else:
+                self._run_batch_step(step.nodes[0], values, batch)
+        return [self._output(o, values, batch) for o in self.plan.outputs]
+
+    def _output(self, out: DataNode, values: dict, batch: SourceBatch) -> Any:
+        value = values[(out.producer.id, out.index)]
+        if isinstance(value, list):
+            layout = self.plan.spec(out).layout or ""
+            return TensorListCPU(value, layout, meta=batch.meta)
+        return value
+
+    def _run_segment(self, step: Step, values: dict, batch: SourceBatch) -> None:
+        n = batch.size
+        nodes = step.nodes
+        for node in nodes:
+            for i in range(len(node.outputs)):
+                values[(node.id, i)] = [None] * n
+        plans = [
+            (
+                node,
+                [values[(d.producer.id, d.index)] for d in node.inputs],
+                {k: values[(d.producer.id, d.index)] for k, d in node.arg_inputs.items()},
+                [values[(node.id, i)] for i in range(len(node.outputs))],
+                node.args.get("seed", self.seed),
+                self.node_state.get(node.id),
+                node.schema.maskable,
+            )
+            for node in nodes
+        ]
+        current = [None] * n
+
+        def work(i: int) -> None:
+            for node, ins, arg_ins, outs, seed, state, maskable in plans:
+                current[i] = node
+                sample_args = {k: v[i] for k, v in arg_ins.items()}
+                args = ArgView(node.schema, node.args, sample_args)
+                inputs = tuple(v[i] for v in ins)
+                if maskable and not args["mask"]:
+                    result: Any = inputs[0]
+                else:
+                    ctx = SampleContext(
+                        node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i]
+                    )
+                    result = node.op.run_sample(inputs, args, ctx)
+                if len(outs) == 1:
+                    outs[0][i] = result
+                else:
+                    for o, r in zip(outs, result):
+                        o[i] = r
+
+        failures = self.pool.run(work, n)
+        if failures:
+            i, exc = failures[0]
+            if isinstance(exc, OperatorError):
+                raise exc
+            info = batch.meta[i].get("source_info") if i < len(batch.meta) else None
+            raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
+
+    def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch) -> None:
+        inputs = [values[(d.producer.id, d.index)] for d in node.inputs]
+        columns = {
+            k: _as_list(values[(d.producer.id, d.index)]) for k, d in node.arg_inputs.items()
+        }
+        args = BatchArgs(node, columns, batch.size)
+        ctx = BatchContext(
+            node,
+            node.args.get("seed", self.seed),
+            batch.epoch,
+            batch.iteration,
+            self.node_state.get(node.id),
+            batch.meta,
+            self.pool,
+            stream=self.gpu.stream if self.gpu else None,
+            device_id=self.gpu.device_id if self.gpu else None,
+        )
+        try:
+            if node.device in ("gpu", "mixed"):
+                with self.gpu.activate():
+                    result = node.op.run_gpu(inputs, args, ctx)
+            else:
+                result = node.op.run_batch(inputs, args, ctx)
+        except OperatorError:
+            raise
+        except Exception as exc:
+            raise OperatorError(node, None, batch.iteration, exc) from exc
+        if len(node.outputs) == 1:
+            result = [result]
+        for i, r in enumerate(result):
+            values[(node.id, i)] = r
+
+    # ---- driving -----------------------------------------------------------------------------
+    def run(self) -> list[Any]:
+        """The next batch of every output; StopIteration at the end of an epoch."""
+        if self._failed is not None:
+            raise RuntimeError(
+                f"the pipeline stopped after an error: {self._failed}"
+            ) from self._failed
+        if self._ended:
+            raise StopIteration
+        if not self.pipelined:
+            try:
+                batch = self.read()
+            except StopIteration:
+                self._ended = True
+                raise
+            try:
+                out = self.compute(batch)
+            except BaseException as exc:
+                self._failed = exc
+                raise
+            self.last_states = batch.states
+            return out
+        if not self._threads:
+            self._start_threads()
+        item = self._out_q.get()
+        if isinstance(item, EndOfEpoch):
+            self._ended = True
+            raise StopIteration
+        if isinstance(item, Failure):
+            self._failed = item.error
+            self._stop_threads()
+            raise item.error
+        out, states = item
+        self.last_states = states
+        return out
+
+    def _put(self, q: queue.Queue, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _reader_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item: Any = self.read()
+            except StopIteration:
+                self._put(self._src_q, EndOfEpoch())
+                return
+            except BaseException as exc:
+                self._put(self._src_q, Failure(exc))
+                return
+            if not self._put(self._src_q, item):
+                return
+
+    def _compute_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item = self._src_q.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if isinstance(item, (EndOfEpoch, Failure)):
+                self._put(self._out_q, item)
+                return
+            try:
+                out: Any = (self.compute(item), item.states)
+            except BaseException as exc:
+                self._put(self._out_q, Failure(exc))
+                return
+            if not self._put(self._out_q, out):
+                return
+
+    def _start_threads(self) -> None:
+        self._stop.clear()
+        self._threads = [
+            threading.Thread(target=self._reader_loop, name="chute-reader", daemon=True),
+            threading.Thread(target=self._compute_loop, name="chute-compute", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _stop_threads(self) -> None:
+        self._stop.set()
+        for source in self.sources.values():
+            if hasattr(source, "interrupt"):
+                source.interrupt(True)
+        for q in (self._src_q, self._out_q):
+            while True:
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    break
+        for t in self._threads:
+            t.join()
+        for source in self.sources.values():
+            if hasattr(source, "interrupt"):
+                source.interrupt(False)
+        self._threads = []
+        self._src_q = queue.Queue(self.depth)
+        self._out_q = queue.Queue(self.depth)
+
+    def reset(self) -> None:
+        """Start the next epoch: drop work in flight and rewind the sources."""
+        self._stop_threads()
+        for source in self.sources.values():
+            source.reset()
+        self.epoch += 1
+        self.iteration = 0
+        self._ended = False
+
+    def restore(self, epoch: int, iteration: int, states: dict[int, Any]) -> None:
+        """Continue from a checkpoint: the next batch is the one after ``states``."""
+        self._stop_threads()
+        for node_id, state in states.items():
+            self.sources[node_id].restore(state)
+        self.epoch, self.iteration = epoch, iteration
+        self._ended = False
+        self._failed = None
+
+    def close(self) -> None:
+        self._stop_threads()
+        for source in self.sources.values():
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+        self.pool.close()
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    return [value.at(i) for i in range(len(value))]

@@ -1,0 +1,194 @@
+"""DataNode and OpNode: the traced pipeline graph as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chute.ops._base import Operator
+
+
+@dataclass(eq=False)
+class OpNode:
+    """One operator application in the graph.
+
+    ``args`` holds constant arguments (already checked); ``arg_inputs`` holds
+    arguments given as DataNodes, whose values arrive per sample.
+    """
+
+    id: int
+    op: Operator
+    device: str
+    inputs: list[DataNode]
+    args: dict[str, Any]
+    arg_inputs: dict[str, DataNode]
+    name: str
+    outputs: list[DataNode] = field(default_factory=list)
+
+    @property
+    def schema(self):
+        return self.op.schema
+
+    @property
+    def label(self) -> str:
+        """How errors name this node: ``fn.resize (node 3 'resize')``."""
+        return f"{self.schema.display_name} (node {self.id} '{self.name}')"
+
+    def arg(self, name: str) -> Any:
+        """The constant value of an argument, or its declared default."""
+        if name in self.args:
+            return self.args[name]
+        return self.schema.arg(name).default
+
+    def __repr__(self) -> str:
+        return f"OpNode({self.id}, {self.schema.name}, device={self.device})"
+
+
+class DataNode:
+    """A traced value: output ``index`` of an operator, one sample per batch entry.
+
+    Arithmetic (``a * 2 + b``), comparisons, bitwise operators and indexing on
+    DataNodes add operators to the pipeline being defined.
+    """
+
+    __array_priority__ = 1000  # so that numpy scalars defer to our operators
+
+    def __init__(self, producer: OpNode, index: int, device: str):
+        self.producer = producer
+        self.index = index
+        self.device = device
+
+    @property
+    def name(self) -> str:
+        return f"{self.producer.name}[{self.index}]"
+
+    def __repr__(self) -> str:
+        return f"DataNode(name={self.name!r}, device={self.device!r})"
+
+    def gpu(self) -> DataNode:
+        """This value on the GPU."""
+        from chute.ops.transfer import to_device
+
+        return to_device(self, "gpu")
+
+    def cpu(self) -> DataNode:
+        """This value in host memory (GPU -> CPU transfers are allowed)."""
+        from chute.ops.transfer import to_device
+
+        return to_device(self, "cpu")
+
+    def shape(self) -> DataNode:
+        from chute import fn
+
+        return fn.shapes(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a DataNode has no truth value at trace time: it holds a different value per sample. "
+            "Use arithmetic (mask * a + (1 - mask) * b) or an operator's mask argument instead."
+        )
+
+    def __getitem__(self, index: Any) -> DataNode:
+        from chute.ops.tensor_ops import subscript
+
+        return subscript(self, index)
+
+    # Arithmetic: each operator adds one node; see chute.ops.arithmetic.
+    def _binary(self, op: str, other: Any, reverse: bool = False) -> DataNode:
+        from chute.ops.arithmetic import arithmetic
+
+        return arithmetic(op, other, self) if reverse else arithmetic(op, self, other)
+
+    def __add__(self, o):
+        return self._binary("add", o)
+
+    def __radd__(self, o):
+        return self._binary("add", o, True)
+
+    def __sub__(self, o):
+        return self._binary("sub", o)
+
+    def __rsub__(self, o):
+        return self._binary("sub", o, True)
+
+    def __mul__(self, o):
+        return self._binary("mul", o)
+
+    def __rmul__(self, o):
+        return self._binary("mul", o, True)
+
+    def __truediv__(self, o):
+        return self._binary("truediv", o)
+
+    def __rtruediv__(self, o):
+        return self._binary("truediv", o, True)
+
+    def __floordiv__(self, o):
+        return self._binary("floordiv", o)
+
+    def __rfloordiv__(self, o):
+        return self._binary("floordiv", o, True)
+
+    def __mod__(self, o):
+        return self._binary("mod", o)
+
+    def __rmod__(self, o):
+        return self._binary("mod", o, True)
+
+    def __pow__(self, o):
+        return self._binary("pow", o)
+
+    def __rpow__(self, o):
+        return self._binary("pow", o, True)
+
+    def __and__(self, o):
+        return self._binary("bitand", o)
+
+    def __rand__(self, o):
+        return self._binary("bitand", o, True)
+
+    def __or__(self, o):
+        return self._binary("bitor", o)
+
+    def __ror__(self, o):
+        return self._binary("bitor", o, True)
+
+    def __xor__(self, o):
+        return self._binary("bitxor", o)
+
+    def __rxor__(self, o):
+        return self._binary("bitxor", o, True)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._binary("eq", o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._binary("ne", o)
+
+    def __lt__(self, o):
+        return self._binary("lt", o)
+
+    def __le__(self, o):
+        return self._binary("le", o)
+
+    def __gt__(self, o):
+        return self._binary("gt", o)
+
+    def __ge__(self, o):
+        return self._binary("ge", o)
+
+    def __neg__(self):
+        from chute.ops.arithmetic import arithmetic
+
+        return arithmetic("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        from chute.ops.arithmetic import arithmetic
+
+        return arithmetic("invert", self)
+
+    __hash__ = object.__hash__

@@ -1,0 +1,31 @@
+"""Operators as classes (DALI's legacy API): ``ops.Resize(size=224)(images)``.
+
+Constructor arguments are constants; calling the object on DataNodes (with
+per-sample arguments as keywords) traces a node. The implementation modules
+live in this package too (one family per module).
+"""
+
+from __future__ import annotations
+
+from chute.ops import random
+from chute.ops.external_source import ExternalSource
+from chute.ops.python import PythonFunction
+from chute.ops.random import Choice, CoinFlip, Normal, Uniform
+from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
+
+__all__ = [
+    "Cast",
+    "Cat",
+    "Choice",
+    "CoinFlip",
+    "Copy",
+    "ExternalSource",
+    "Normal",
+    "PythonFunction",
+    "Reshape",
+    "Shapes",
+    "Stack",
+    "Transpose",
+    "Uniform",
+    "random",
+]

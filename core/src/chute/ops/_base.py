@@ -1,0 +1,222 @@
+"""The Operator base class and the generator of ``fn.*`` functions.
+
+An operator is a class with a :class:`~chute.graph.Schema`. Its instances are
+the legacy ``ops.X(...)`` objects: the constructor takes arguments, calling
+the instance on DataNodes traces one node into the pipeline being defined.
+``fn.x`` is :func:`make_fn` of the class: a function with the real signature.
+
+Run-time hooks, by ``kind``:
+
+- ``"sample"``: :meth:`Operator.run_sample` processes one sample; the CPU
+  stage calls it from worker threads, sample-major.
+- ``"batch"``: :meth:`Operator.run_batch` gets the whole batch at once.
+- ``"source"``: :meth:`Operator.open` returns a source that yields batches
+  (readers, external_source) in the reader stage.
+
+GPU backends implement :meth:`Operator.run_gpu` (whole batch, one stream).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from chute.graph.node import DataNode, OpNode
+from chute.graph.schema import COMMON_ARGS, REQUIRED, Schema
+from chute.graph.spec import Spec
+from chute.graph.trace import current_pipeline
+
+__all__ = ["ArgView", "Operator", "Spec", "make_fn"]
+
+
+class Operator:
+    """Base class of every operator (see the module docstring)."""
+
+    schema: ClassVar[Schema]
+    kind: ClassVar[str] = "sample"
+
+    def __init__(self, *, device: str | None = None, **kwargs: Any) -> None:
+        self.schema.check_arg_names(list(kwargs))
+        self.device = device
+        self.init_args = kwargs
+
+    # ---- tracing -------------------------------------------------------------------------
+    def __call__(self, *inputs: Any, **kwargs: Any) -> DataNode | list[DataNode]:
+        schema = self.schema
+        pipe = current_pipeline()
+        given = {**self.init_args, **kwargs}
+        schema.check_arg_names(list(given))
+        inputs = tuple(self.convert_input(i, x) for i, x in enumerate(inputs))
+        schema.check_num_inputs(len(inputs))
+        device = given.pop("device", None) or self.device or self.default_device(inputs)
+        if device not in schema.devices:
+            raise ValueError(
+                f"{schema.display_name} has no {device!r} backend; available: "
+                f"{', '.join(schema.devices)}"
+            )
+        for i, x in enumerate(inputs):
+            if x.device == "gpu" and device == "cpu":
+                raise ValueError(
+                    f"{schema.display_name}: input {i} is on the GPU but the operator runs on "
+                    f"the CPU; call .cpu() on the input or use device='gpu'"
+                )
+        name = given.pop("name", None)
+        args: dict[str, Any] = {}
+        arg_inputs: dict[str, DataNode] = {}
+        for key, value in given.items():
+            if key in COMMON_ARGS and key not in schema.arg_index:
+                if key == "seed" and value is not None:
+                    args[key] = int(value)
+                elif key == "on_error" and value is not None:
+                    args[key] = str(getattr(value, "value", value))
+                continue
+            spec = schema.arg(key)
+            if isinstance(value, DataNode):
+                if not spec.per_sample:
+                    raise TypeError(
+                        f"{schema.display_name}: argument '{key}' must be a constant, "
+                        "not a per-sample DataNode"
+                    )
+                if value.device != "cpu":
+                    value = value.cpu()
+                arg_inputs[key] = value
+            else:
+                args[key] = spec.convert(schema.display_name, value)
+        for spec in schema.args:
+            if spec.default is REQUIRED and spec.name not in args and spec.name not in arg_inputs:
+                raise TypeError(f"{schema.display_name}: argument '{spec.name}' is required")
+        self.check_args(args, arg_inputs)
+        out_device = self.output_device(device)
+        node = pipe._graph.add(
+            self, device, list(inputs), args, arg_inputs, name, self.num_outputs(args), out_device
+        )
+        return node.outputs[0] if len(node.outputs) == 1 else list(node.outputs)
+
+    def convert_input(self, index: int, x: Any) -> DataNode:
+        if isinstance(x, DataNode):
+            return x
+        raise TypeError(
+            f"{self.schema.display_name}: input {index} must be a DataNode (an operator's "
+            f"output), got {type(x).__name__}"
+        )
+
+    def default_device(self, inputs: Sequence[DataNode]) -> str:
+        if any(x.device == "gpu" for x in inputs) and "gpu" in self.schema.devices:
+            return "gpu"
+        return "cpu" if "cpu" in self.schema.devices else self.schema.devices[0]
+
+    def output_device(self, device: str) -> str:
+        """Where the outputs live when the operator runs on ``device``."""
+        return "cpu" if device == "cpu" else "gpu"
+
+    def base_name(self, args: Mapping[str, Any]) -> str:
+        """The stem of the node's default name."""
+        return self.schema.name.rsplit(".", 1)[-1]
+
+    def num_outputs(self, args: Mapping[str, Any]) -> int:
+        return self.schema.num_outputs
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict[str, DataNode]) -> None:
+        """Cross-argument checks at trace time; raise naming the operator and argument."""
+
+    # ---- build time ----------------------------------------------------------------------
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        """Output specs from input specs; the default passes input 0 through."""
+        first = inputs[0] if inputs else Spec()
+        return [first] * len(node.outputs)
+
+    def setup(self, node: OpNode) -> Any:
+        """Per-node state prepared at build time, handed back as ``ctx.state``."""
+        return None
+
+    # ---- run time ------------------------------------------------------------------------
+    def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> Any:
+        raise NotImplementedError(f"{self.schema.display_name} has no per-sample CPU backend")
+
+    def run_batch(self, inputs: list[list[Any]], args: Any, ctx: Any) -> Any:
+        raise NotImplementedError(f"{self.schema.display_name} has no batch CPU backend")
+
+    def run_gpu(self, inputs: list[Any], args: Any, ctx: Any) -> Any:
+        raise NotImplementedError(f"{self.schema.display_name} has no GPU backend")
+
+    def open(self, node: OpNode, pipeline: Any) -> Any:
+        raise NotImplementedError(f"{self.schema.display_name} is not a source")
+
+
+class ArgView(Mapping):
+    """The arguments of one sample: per-sample values over constants over defaults."""
+
+    __slots__ = ("_const", "_sample", "_schema")
+
+    def __init__(self, schema: Schema, const: Mapping[str, Any], sample: Mapping[str, Any]):
+        self._schema = schema
+        self._const = const
+        self._sample = sample
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._sample:
+            return self._schema.arg(name).convert(self._schema.display_name, self._sample[name])
+        if name in self._const:
+            return self._const[name]
+        arg = self._schema.arg_index.get(name)
+        if arg is None:
+            raise KeyError(name)
+        return arg.default
+
+    def raw(self, name: str) -> Any:
+        """A per-sample value as the producer gave it (an array), without conversion."""
+        return self._sample[name] if name in self._sample else self[name]
+
+    def given(self, name: str) -> bool:
+        return name in self._sample or name in self._const
+
+    def __iter__(self):
+        yield from self._schema.arg_index
+
+    def __len__(self) -> int:
+        return len(self._schema.arg_index)
+
+
+def make_fn(op_class: type[Operator], name: str | None = None) -> Callable[..., Any]:
+    """Return ``fn.x`` for an operator class: a function with a real signature and docstring."""
+    schema = op_class.schema
+
+    def fn(*inputs: Any, **kwargs: Any) -> Any:
+        init = {k: kwargs.pop(k) for k in list(kwargs) if k == "device"}
+        return op_class(**init)(*inputs, **kwargs)
+
+    params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in schema.inputs]
+    if schema.variadic:
+        params = [inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL)]
+    for arg in schema.args:
+        default = inspect.Parameter.empty if arg.default is REQUIRED else arg.default
+        params.append(inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=default))
+    for common in COMMON_ARGS:
+        if common not in schema.arg_index:
+            params.append(inspect.Parameter(common, inspect.Parameter.KEYWORD_ONLY, default=None))
+    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__name__ = name or schema.name.rsplit(".", 1)[-1]
+    fn.__qualname__ = fn.__name__
+    fn.__module__ = "chute.fn"
+    fn.__doc__ = describe(op_class)
+    fn.op_class = op_class  # type: ignore[attr-defined]
+    return fn
+
+
+def describe(op_class: type[Operator]) -> str:
+    """The docstring of ``fn.x``: the class docstring plus one line per argument."""
+    schema = op_class.schema
+    lines = [inspect.cleandoc(op_class.__doc__ or schema.doc or schema.name), ""]
+    lines.append(f"Backends: {', '.join(schema.devices)}.")
+    if schema.inputs:
+        lines.append(f"Inputs: {', '.join(schema.inputs)}.")
+    if schema.args:
+        lines += ["", "Arguments:"]
+        for arg in schema.args:
+            default = "required" if arg.default is REQUIRED else f"default {arg.default!r}"
+            per = ", per-sample" if arg.per_sample else ""
+            lines.append(f"    {arg.name} ({arg.type}, {default}{per}): {arg.doc}")
+    return "\n".join(lines)

@@ -1,0 +1,188 @@
+"""Random number operators: fn.random.uniform, normal, coin_flip, choice.
+
+Every draw comes from the sample's counter-based stream (see
+chute.executor.context.random_generator), so results do not depend on the
+thread count or on timing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import DataNode, OpNode
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import ArgView, Operator
+from chute.types import to_dtype
+
+
+def _shape_ndim(node: OpNode, inputs: list[Spec]) -> int | None:
+    if inputs:  # shape_like input
+        return inputs[0].ndim
+    if "shape" in node.arg_inputs:
+        return None
+    shape = node.arg("shape")
+    return len(shape) if shape else 0
+
+
+def _shape(inputs: tuple, args: ArgView) -> tuple[int, ...]:
+    if inputs:
+        return tuple(inputs[0].shape)
+    shape = args["shape"]
+    return tuple(int(s) for s in shape) if shape else ()
+
+
+_SHAPE = Arg("shape", "int_list", (), "Shape of each sample's output (scalar by default).")
+_DTYPE = Arg("dtype", "dtype", None, "Output data type.", per_sample=False)
+
+
+class Uniform(Operator):
+    """Uniformly distributed numbers in ``[range[0], range[1])``, or drawn from ``values``."""
+
+    schema = Schema(
+        name="random.uniform",
+        inputs=("shape_like",),
+        min_inputs=0,
+        args=(
+            Arg("range", "float_pair", (-1.0, 1.0), "Half-open interval [lo, hi)."),
+            Arg("values", "float_list", None, "Discrete values to choose from (uniformly)."),
+            _SHAPE,
+            _DTYPE,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        lo, hi = args.get("range", (-1.0, 1.0))
+        if hi < lo:
+            raise ValueError(
+                f"fn.random.uniform: argument 'range' must have lo <= hi, got ({lo}, {hi})"
+            )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(node.arg("dtype") or np.dtype(np.float32), _shape_ndim(node, inputs))]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        shape = _shape(inputs, args)
+        dtype = args["dtype"] or np.float32
+        values = args["values"]
+        if values is not None:
+            out = np.asarray(values, np.float64)[ctx.rng.integers(0, len(values), size=shape)]
+        else:
+            lo, hi = args["range"]
+            out = ctx.rng.uniform(lo, hi, size=shape)
+        return np.asarray(out, dtype=dtype)
+
+
+class Normal(Operator):
+    """Normally distributed numbers with ``mean`` and ``stddev``."""
+
+    schema = Schema(
+        name="random.normal",
+        inputs=("shape_like",),
+        min_inputs=0,
+        args=(
+            Arg("mean", "float", 0.0, "Mean."),
+            Arg("stddev", "float", 1.0, "Standard deviation."),
+            _SHAPE,
+            _DTYPE,
+        ),
+    )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(node.arg("dtype") or np.dtype(np.float32), _shape_ndim(node, inputs))]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        out = ctx.rng.normal(args["mean"], args["stddev"], size=_shape(inputs, args))
+        return np.asarray(out, dtype=args["dtype"] or np.float32)
+
+
+class CoinFlip(Operator):
+    """Bernoulli draws: 1 with ``probability``, else 0 (int32 by default)."""
+
+    schema = Schema(
+        name="random.coin_flip",
+        inputs=("shape_like",),
+        min_inputs=0,
+        args=(Arg("probability", "float", 0.5, "Probability of a 1."), _SHAPE, _DTYPE),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        p = args.get("probability", 0.5)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(
+                f"fn.random.coin_flip: argument 'probability' must be in [0, 1], got {p}"
+            )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(node.arg("dtype") or np.dtype(np.int32), _shape_ndim(node, inputs))]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        p = args["probability"]
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"argument 'probability' must be in [0, 1], got {p}")
+        out = ctx.rng.random(size=_shape(inputs, args)) < p
+        return np.asarray(out, dtype=args["dtype"] or np.int32)
+
+
+class Choice(Operator):
+    """Draws from ``a`` (the values, or ``range(a)`` for an integer) with probabilities ``p``."""
+
+    schema = Schema(
+        name="random.choice",
+        inputs=("input",),
+        min_inputs=0,
+        args=(
+            Arg("a", "any", None, "Values to choose from, or n for range(n).", per_sample=False),
+            Arg("p", "float_list", None, "Probabilities (uniform if not given)."),
+            _SHAPE,
+            _DTYPE,
+        ),
+    )
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        # DALI accepts the values as a constant first input: fn.random.choice([1, 2, 3]).
+        if inputs and not isinstance(inputs[0], DataNode):
+            kwargs["a"] = inputs[0]
+            inputs = inputs[1:]
+        return super().__call__(*inputs, **kwargs)
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        a = args.get("a")
+        p = args.get("p")
+        if a is None:
+            return
+        n = int(a) if np.ndim(a) == 0 else len(a)
+        if n < 1:
+            raise ValueError(
+                f"fn.random.choice: argument 'a' must have at least one value, got {a!r}"
+            )
+        if p is not None and (len(p) != n or abs(sum(p) - 1.0) > 1e-6):
+            raise ValueError(
+                f"fn.random.choice: argument 'p' must have {n} probabilities summing to 1, got {p}"
+            )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        a = node.arg("a")
+        if node.arg("dtype") is not None:
+            dtype = node.arg("dtype")
+        elif inputs:
+            dtype = inputs[0].dtype
+        else:
+            dtype = np.asarray(a).dtype if np.ndim(a) else np.dtype(np.int32)
+            if dtype == np.int64:
+                dtype = np.dtype(np.int32)
+        shape = node.arg("shape")
+        return [Spec(to_dtype(dtype) if dtype is not None else None, len(shape) if shape else 0)]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        a = inputs[0] if inputs else args["a"]
+        if a is None:
+            raise ValueError("give the values to choose from as input or argument 'a'")
+        pool = np.arange(int(a)) if np.ndim(a) == 0 else np.asarray(a)
+        shape = tuple(args["shape"]) or None
+        p = args["p"]
+        out = pool[ctx.rng.choice(len(pool), size=shape, p=p)]
+        dtype = args["dtype"] or (np.int32 if pool.dtype == np.int64 else pool.dtype)
+        return np.asarray(out, dtype=dtype)

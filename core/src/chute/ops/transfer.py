@@ -1,0 +1,53 @@
+"""Copies between host and GPU memory: ``.gpu()`` and ``.cpu()`` on DataNodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chute.graph.node import DataNode, OpNode
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import Operator
+
+
+class Transfer(Operator):
+    """Moves a batch to ``target`` ("gpu" or "cpu")."""
+
+    kind = "batch"
+    schema = Schema(
+        name="transfer",
+        inputs=("input",),
+        args=(
+            Arg("target", "str", "gpu", "Destination.", per_sample=False, choices=("gpu", "cpu")),
+        ),
+        devices=("mixed", "gpu"),
+    )
+
+    def __init__(self, target: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.target = target
+
+    def output_device(self, device: str) -> str:
+        return self.target
+
+    def base_name(self, args: dict[str, Any]) -> str:
+        return f"to_{self.target}"
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [inputs[0]]
+
+    def run_gpu(self, inputs: list[Any], args: Any, ctx: Any) -> Any:
+        from chute.tensors.gpu import TensorListGPU
+
+        (value,) = inputs
+        if self.target == "gpu":
+            return TensorListGPU.from_host(value, ctx.node.inputs[0], ctx.stream)
+        return value.as_cpu().samples()
+
+
+def to_device(x: DataNode, target: str) -> DataNode:
+    """Trace a copy of ``x`` to ``target`` (no-op when it is there already)."""
+    if x.device == target:
+        return x
+    device = "mixed" if target == "gpu" else "gpu"
+    return Transfer(target, device=device)(x, target=target)

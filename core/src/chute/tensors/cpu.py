@@ -1,0 +1,135 @@
+"""TensorListCPU: a batch of samples in host memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+
+class TensorListCPU:
+    """A batch of ``len(self)`` samples of one dtype and ndim; shapes may differ.
+
+    Dense batches (all shapes equal) are stored, or stacked once on first use,
+    as one contiguous array, so that ``as_array()``, ``__array__`` and
+    ``__dlpack__`` hand out that memory without another copy. The pipeline
+    never writes to a batch after handing it out.
+    """
+
+    def __init__(
+        self, data: np.ndarray | Sequence[Any], layout: str = "", meta: Sequence[dict] | None = None
+    ):
+        if isinstance(data, np.ndarray):
+            if data.ndim == 0:
+                raise ValueError("a batch needs a leading sample dimension; got a 0-d array")
+            self._dense: np.ndarray | None = data
+            self._samples: list[np.ndarray] | None = None
+        else:
+            self._dense = None
+            self._samples = [np.asarray(s) for s in data]
+            if self._samples:
+                first = self._samples[0]
+                for i, s in enumerate(self._samples):
+                    if s.dtype != first.dtype or s.ndim != first.ndim:
+                        raise TypeError(
+                            f"sample {i} has dtype {s.dtype} and ndim {s.ndim}, but sample 0 has "
+                            f"dtype {first.dtype} and ndim {first.ndim}: a batch has one dtype and ndim"
+                        )
+        self._layout = layout or ""
+        self.meta = list(meta) if meta is not None else None
+
+    # ---- DALI's TensorList API ----------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._dense) if self._dense is not None else len(self._samples)  # type: ignore[arg-type]
+
+    def at(self, i: int) -> np.ndarray:
+        """Sample ``i`` as a NumPy array (a view, no copy)."""
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample index {i} out of range for a batch of {n}")
+        return self._dense[i] if self._dense is not None else self._samples[i]  # type: ignore[index]
+
+    __getitem__ = at
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self.at(i) for i in range(len(self)))
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self._dense is not None:
+            return self._dense.dtype
+        return self._samples[0].dtype if self._samples else np.dtype(np.float32)  # type: ignore[index]
+
+    @property
+    def ndim(self) -> int:
+        """Dimensions of each sample (not counting the batch)."""
+        if self._dense is not None:
+            return self._dense.ndim - 1
+        return self._samples[0].ndim if self._samples else 0  # type: ignore[index]
+
+    def layout(self) -> str:
+        return self._layout
+
+    def shape(self) -> list[tuple[int, ...]]:
+        """The shape of every sample."""
+        if self._dense is not None:
+            return [tuple(self._dense.shape[1:])] * len(self._dense)
+        return [tuple(s.shape) for s in self._samples]  # type: ignore[union-attr]
+
+    def is_dense_tensor(self) -> bool:
+        if self._dense is not None:
+            return True
+        shapes = self.shape()
+        return all(s == shapes[0] for s in shapes)
+
+    def as_array(self) -> np.ndarray:
+        """The whole batch as one array of shape (N, *sample_shape); dense batches only."""
+        if self._dense is None:
+            if not self.is_dense_tensor():
+                shapes = self.shape()
+                raise ValueError(
+                    "the batch is ragged, samples have different shapes "
+                    f"({', '.join(map(str, shapes[:6]))}{', ...' if len(shapes) > 6 else ''}); "
+                    "use at(i) per sample or pad them (fn.pad)"
+                )
+            if not self._samples:
+                raise ValueError("an empty batch has no dense shape")
+            self._dense = np.stack(self._samples)
+            self._samples = None
+        return self._dense
+
+    as_tensor = as_array
+
+    def as_cpu(self) -> TensorListCPU:
+        return self
+
+    def as_padded(self, fill: float = 0) -> np.ndarray:
+        """The batch as one array, each sample padded at the end of every axis to the largest shape."""
+        if self.is_dense_tensor() and len(self):
+            return self.as_array()
+        shapes = np.array(self.shape())
+        out = np.full((len(self), *shapes.max(axis=0)), fill, dtype=self.dtype)
+        for i, s in enumerate(self):
+            out[(i, *(slice(0, d) for d in s.shape))] = s
+        return out
+
+    # ---- interchange -----------------------------------------------------------------------
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self.as_array()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+        arr = self.as_array()
+        if max_version is not None:
+            return arr.__dlpack__(max_version=max_version, **kwargs)
+        return arr.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+    def __repr__(self) -> str:
+        return (
+            f"TensorListCPU(len={len(self)}, dtype={self.dtype}, layout={self._layout!r}, "
+            f"shapes={self.shape()[:4]}{'...' if len(self) > 4 else ''})"
+        )
