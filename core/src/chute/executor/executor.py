@@ -76,7 +76,6 @@ class Executor:
 
     def __init__(self, plan: Plan, pipeline: Any):
         self.plan = plan
-        self.pipeline = pipeline
         self.batch_size = pipeline.max_batch_size
         self.seed = pipeline.seed
         self.pool = WorkerPool(pipeline.num_threads)
@@ -132,7 +131,8 @@ class Executor:
             if node_meta is not None:
                 meta = node_meta
             states[node.id] = source.state() if hasattr(source, "state") else None
-        size = size or 0
+        if size is None:  # no sources: generators (random numbers) fill whole batches
+            size = self.batch_size
         batch = SourceBatch(
             self.epoch, self.iteration, size, values, meta or [{} for _ in range(size)], states
         )

@@ -275,9 +275,8 @@ class ExternalSourceReader:
             params = inspect.signature(self.source).parameters.values()
         except (TypeError, ValueError):
             return False
-        return any(
-            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
-        )
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return any(p.kind in positional and p.default is p.empty for p in params)
 
     def _call_cycling(self, call: Any) -> Any:
         try:
