@@ -41,8 +41,12 @@ def _plugin_session(framework: str) -> None:
         session.install(*FRAMEWORKS[framework])
         session.install("-e", "core", "-e", f"plugins/{framework}", *TEST_DEPS)
         session.run(
-            "pytest", "-q", f"tests/plugins/{framework}", "tests/plugins/conformance",
-            f"--framework={framework}", *session.posargs,
+            "pytest",
+            "-q",
+            f"tests/plugins/{framework}",
+            "tests/plugins/conformance",
+            f"--framework={framework}",
+            *session.posargs,
             env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
         )
 

@@ -108,12 +108,12 @@ def test_math_functions():
         out = run_expr(f, x)
         assert out.dtype == np.float32, f
         np.testing.assert_allclose(out.at(1), ref(x[1]), rtol=1e-6)
-    np.testing.assert_allclose(
-        run_expr(lambda a: fn.math.clamp(a, 0.5, 2.0), x).at(1), [1.0, 2.0]
-    )
+    np.testing.assert_allclose(run_expr(lambda a: fn.math.clamp(a, 0.5, 2.0), x).at(1), [1.0, 2.0])
     np.testing.assert_allclose(run_expr(lambda a, b: fn.math.atan2(a, b), x, x).at(0), np.pi / 4)
     np.testing.assert_allclose(run_expr(lambda a: fn.math.pow(a, 2), x).at(0), [0.0625, 16])
-    np.testing.assert_allclose(run_expr(lambda a, b: fn.math.min(a, b * 0.5), x, x).at(1), [0.5, 4.5])
+    np.testing.assert_allclose(
+        run_expr(lambda a, b: fn.math.min(a, b * 0.5), x, x).at(1), [0.5, 4.5]
+    )
     np.testing.assert_allclose(run_expr(lambda a: fn.math.max(a, 2.0), x).at(0), [2.0, 4.0])
     assert run_expr(lambda a: fn.math.sqrt(a), I32).dtype == np.float32
 

@@ -194,7 +194,10 @@ def test_unknown_argument_lists_the_valid_ones():
     def pipe():
         return fn.random.uniform(rnge=(0, 1))
 
-    with pytest.raises(TypeError, match=r"fn.random.uniform got unexpected argument\(s\) 'rnge'.*valid arguments:.*range"):
+    with pytest.raises(
+        TypeError,
+        match=r"fn.random.uniform got unexpected argument\(s\) 'rnge'.*valid arguments:.*range",
+    ):
         pipe()
 
 

@@ -90,7 +90,8 @@ def test_multiple_outputs_and_num_outputs():
     def pipe():
         a, b = fn.external_source(
             source=lambda info: (np.int32(info.idx_in_epoch), np.float32(-1)),
-            batch=False, num_outputs=2,
+            batch=False,
+            num_outputs=2,
         )
         return a, b
 
