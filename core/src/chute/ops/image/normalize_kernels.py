@@ -19,13 +19,21 @@ import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate
 
-__all__ = ["normalize", "normalize_batch", "normalize_with"]
+__all__ = [
+    "inv_stddev",
+    "normalize",
+    "normalize_batch",
+    "normalize_with",
+    "reduction_axes",
+    "statistics",
+]
 
 DTypeLike = Any
 ArrayLike = Any
 
 
-def _axes(ndim: int, axes: int | Sequence[int] | None) -> tuple[int, ...]:
+def reduction_axes(ndim: int, axes: int | Sequence[int] | None) -> tuple[int, ...]:
+    """Return sorted, non-negative reduction axes; None or () means all axes."""
     if axes is None:
         return tuple(range(ndim))
     flat = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
@@ -41,11 +49,8 @@ def _axes(ndim: int, axes: int | Sequence[int] | None) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _stat_shape(data: np.ndarray, axes: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(1 if i in axes else n for i, n in enumerate(data.shape))
-
-
-def _inv_std(var: np.ndarray, scale: float, epsilon: float) -> np.ndarray:
+def inv_stddev(var: ArrayLike, scale: float = 1.0, epsilon: float = 0.0) -> np.ndarray:
+    """Return ``scale / sqrt(var + epsilon)``, with 0 where ``var + epsilon`` is 0."""
     denom = np.asarray(var, dtype=np.float64) + float(epsilon)
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = float(scale) / np.sqrt(denom)
@@ -200,6 +205,37 @@ def normalize(
     return normalize_batch([data], mean, stddev, axes, scale, shift, epsilon, ddof, dtype)[0]
 
 
+def statistics(
+    samples: Sequence[np.ndarray],
+    axes: tuple[int, ...],
+    ddof: int = 0,
+    mean: ArrayLike | None = None,
+    stddev: ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (mean, variance) over ``axes`` of all ``samples`` together, filling in what is missing.
+
+    A given ``stddev`` gives the variance directly; with only ``mean`` given the variance is
+    taken around that mean. Kept axes must have equal extents across samples.
+    """
+    if mean is not None and stddev is not None:
+        return np.asarray(mean, dtype=np.float64), np.square(np.asarray(stddev, dtype=np.float64))
+    kept = {tuple(n for i, n in enumerate(s.shape) if i not in axes) for s in samples}
+    if len(kept) > 1:
+        raise ValueError(
+            f"batch statistics need equal extents on the non-reduced axes, got {sorted(kept)}"
+        )
+    if mean is not None:
+        # Variance around the given mean, as the user asked for that centre.
+        m = np.asarray(mean, dtype=np.float64)
+        count = sum(int(np.prod([s.shape[a] for a in axes], dtype=np.int64)) for s in samples)
+        sq = sum(np.sum(np.square(s - m), axis=axes, keepdims=True) for s in samples)
+        return m, sq / max(count - ddof, 1)
+    computed_mean, var = _moments(samples, axes, ddof)
+    if stddev is not None:
+        var = np.square(np.asarray(stddev, dtype=np.float64))
+    return computed_mean, var
+
+
 def normalize_batch(
     batch: Sequence[np.ndarray],
     mean: ArrayLike | None = None,
@@ -218,24 +254,6 @@ def normalize_batch(
     ndim = samples[0].ndim
     if any(s.ndim != ndim for s in samples):
         raise ValueError("all samples of a batch must have the same number of dimensions")
-    red = _axes(ndim, axes)
-    if mean is None or stddev is None:
-        kept = {tuple(n for i, n in enumerate(s.shape) if i not in red) for s in samples}
-        if len(kept) > 1:
-            raise ValueError(
-                f"batch statistics need equal extents on the non-reduced axes, got {sorted(kept)}"
-            )
-        if mean is not None:
-            # Variance around the given mean, as the user asked for that centre.
-            m = np.asarray(mean, dtype=np.float64)
-            count = sum(int(np.prod([s.shape[a] for a in red], dtype=np.int64)) for s in samples)
-            sq = sum(np.sum(np.square(s - m), axis=red, keepdims=True) for s in samples)
-            var = sq / max(count - ddof, 1)
-        else:
-            mean, var = _moments(samples, red, ddof)
-            if stddev is not None:
-                var = np.square(np.asarray(stddev, dtype=np.float64))
-    else:
-        var = np.square(np.asarray(stddev, dtype=np.float64))
-    inv = _inv_std(var, scale, epsilon)
+    mean, var = statistics(samples, reduction_axes(ndim, axes), ddof, mean, stddev)
+    inv = inv_stddev(var, scale, epsilon)
     return [normalize_with(s, mean, inv, shift, dtype) for s in samples]
