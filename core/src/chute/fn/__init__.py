@@ -9,19 +9,43 @@ from __future__ import annotations
 
 from chute.fn import math, random
 from chute.ops._base import make_fn
+from chute.ops.color.color_ops import (
+    Brightness,
+    BrightnessContrast,
+    ColorSpaceConversion,
+    ColorTwist,
+    Contrast,
+    Hsv,
+    Hue,
+    LookupTable,
+    Saturation,
+)
 from chute.ops.external_source import ExternalSource
+from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
 from chute.ops.python import PythonFunction
 from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
 
 __all__ = [
+    "brightness",
+    "brightness_contrast",
     "cast",
     "cat",
+    "color_space_conversion",
+    "color_twist",
+    "contrast",
     "copy",
+    "crop_mirror_normalize",
     "external_source",
+    "gaussian_blur",
+    "hsv",
+    "hue",
+    "lookup_table",
     "math",
+    "normalize",
     "python_function",
     "random",
     "reshape",
+    "saturation",
     "shapes",
     "stack",
     "transpose",
@@ -36,3 +60,15 @@ reshape = make_fn(Reshape)
 shapes = make_fn(Shapes)
 stack = make_fn(Stack)
 transpose = make_fn(Transpose)
+brightness = make_fn(Brightness)
+brightness_contrast = make_fn(BrightnessContrast)
+color_space_conversion = make_fn(ColorSpaceConversion)
+color_twist = make_fn(ColorTwist)
+contrast = make_fn(Contrast)
+crop_mirror_normalize = make_fn(CropMirrorNormalize)
+gaussian_blur = make_fn(GaussianBlur)
+hsv = make_fn(Hsv)
+hue = make_fn(Hue)
+lookup_table = make_fn(LookupTable)
+normalize = make_fn(Normalize)
+saturation = make_fn(Saturation)
