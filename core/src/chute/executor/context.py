@@ -20,6 +20,16 @@ def random_generator(seed: int, node_id: int, epoch: int, iteration: int, sample
     return np.random.Generator(bits)
 
 
+def sample_generator(seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int,
+                     meta: dict | None) -> np.random.Generator:
+    """The generator of one sample: by its reader key when it has one, else by position."""
+    key = meta.get("sample_key") if meta else None
+    if key is not None:
+        index, sample_epoch = key
+        return random_generator(seed, node_id, (1 << 63) | sample_epoch, 0, index)
+    return random_generator(seed, node_id, epoch, iteration, idx_in_batch)
+
+
 class SampleContext:
     """Per-sample context handed to ``Operator.run_sample``."""
 
@@ -46,10 +56,14 @@ class SampleContext:
 
     @property
     def rng(self) -> np.random.Generator:
-        """This sample's random stream for this operator (independent of threads and timing)."""
+        """This sample's random stream for this operator (independent of threads and timing).
+
+        Samples from a reader are keyed by (dataset index, epoch), so a sample gets
+        the same augmentation whatever the shard count or its position in a batch.
+        """
         if self._rng is None:
-            self._rng = random_generator(
-                self.seed, self.node.id, self.epoch, self.iteration, self.idx_in_batch
+            self._rng = sample_generator(
+                self.seed, self.node.id, self.epoch, self.iteration, self.idx_in_batch, self.meta
             )
         return self._rng
 
@@ -81,7 +95,10 @@ class BatchContext:
 
     def rng(self, idx_in_batch: int) -> np.random.Generator:
         """The random stream of one sample (the same as its SampleContext.rng)."""
-        return random_generator(self.seed, self.node.id, self.epoch, self.iteration, idx_in_batch)
+        meta = self.meta[idx_in_batch] if idx_in_batch < len(self.meta) else None
+        return sample_generator(
+            self.seed, self.node.id, self.epoch, self.iteration, idx_in_batch, meta
+        )
 
 
 class OperatorError(RuntimeError):

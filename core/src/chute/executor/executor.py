@@ -97,6 +97,8 @@ class Executor:
         self._ended = False
         self._failed: BaseException | None = None
         self.last_states: dict[int, Any] = {}
+        self.last_meta: list[dict] = []
+        self.last_position = (0, 0)
 
     # ---- reader stage --------------------------------------------------------------------
     def read(self) -> SourceBatch:
@@ -147,7 +149,9 @@ class Executor:
                 self._run_segment(step, values, batch)
             else:
                 self._run_batch_step(step.nodes[0], values, batch)
-        return [self._output(o, values, batch) for o in self.plan.outputs]
+        outputs = [self._output(o, values, batch) for o in self.plan.outputs]
+        batch.values = {}  # the encoded inputs are not needed any more
+        return outputs
 
     def _output(self, out: DataNode, values: dict, batch: SourceBatch) -> Any:
         value = values[(out.producer.id, out.index)]
@@ -255,7 +259,7 @@ class Executor:
             except BaseException as exc:
                 self._failed = exc
                 raise
-            self.last_states = batch.states
+            self._consumed(batch)
             return out
         if not self._threads:
             self._start_threads()
@@ -267,9 +271,15 @@ class Executor:
             self._failed = item.error
             self._stop_threads()
             raise item.error
-        out, states = item
-        self.last_states = states
+        out, batch = item
+        self._consumed(batch)
         return out
+
+    def _consumed(self, batch: SourceBatch) -> None:
+        """Remember where the user is: the last delivered batch's meta and source states."""
+        self.last_meta = batch.meta
+        self.last_states = batch.states
+        self.last_position = (batch.epoch, batch.iteration + 1)
 
     def _put(self, q: queue.Queue, item: Any) -> bool:
         while not self._stop.is_set():
@@ -303,7 +313,7 @@ class Executor:
                 self._put(self._out_q, item)
                 return
             try:
-                out: Any = (self.compute(item), item.states)
+                out: Any = (self.compute(item), item)
             except BaseException as exc:
                 self._put(self._out_q, Failure(exc))
                 return

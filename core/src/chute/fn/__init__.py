@@ -7,7 +7,7 @@ Each function has its operator's real signature and docstring
 
 from __future__ import annotations
 
-from chute.fn import math, random
+from chute.fn import io, math, random, readers
 from chute.ops._base import make_fn
 from chute.ops.color.color_ops import (
     Brightness,
@@ -21,6 +21,7 @@ from chute.ops.color.color_ops import (
     Saturation,
 )
 from chute.ops.external_source import ExternalSource
+from chute.ops.io import GetProperty
 from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
 from chute.ops.python import PythonFunction
 from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
@@ -36,6 +37,8 @@ __all__ = [
     "copy",
     "crop_mirror_normalize",
     "external_source",
+    "get_property",
+    "io",
     "gaussian_blur",
     "hsv",
     "hue",
@@ -44,6 +47,7 @@ __all__ = [
     "normalize",
     "python_function",
     "random",
+    "readers",
     "reshape",
     "saturation",
     "shapes",
@@ -52,6 +56,7 @@ __all__ = [
 ]
 
 external_source = make_fn(ExternalSource)
+get_property = make_fn(GetProperty)
 python_function = make_fn(PythonFunction)
 cast = make_fn(Cast)
 cat = make_fn(Cat)

@@ -7,7 +7,7 @@ live in this package too (one family per module).
 
 from __future__ import annotations
 
-from chute.ops import random
+from chute.ops import random, readers
 from chute.ops.color.color_ops import (
     Brightness,
     BrightnessContrast,
@@ -52,4 +52,5 @@ __all__ = [
     "Transpose",
     "Uniform",
     "random",
+    "readers",
 ]

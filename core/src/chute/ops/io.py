@@ -1,0 +1,70 @@
+"""fn.io.file.read (paths -> encoded bytes) and fn.get_property (per-sample metadata)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import DataNode, OpNode
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import ArgView, Operator
+
+
+class FileRead(Operator):
+    """Reads the file named by each sample (a string, or a uint8/int array of its UTF-8 bytes)."""
+
+    schema = Schema(
+        name="io.file.read",
+        inputs=("filepaths",),
+        args=(Arg("dont_use_mmap", "bool", False, "Accepted for DALI compatibility.", per_sample=False),),
+    )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(np.dtype(np.uint8), 1, None)]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        path = sample_to_str(inputs[0])
+        try:
+            with open(path, "rb") as f:
+                return np.frombuffer(f.read(), dtype=np.uint8)
+        except OSError as exc:
+            raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def sample_to_str(x: np.ndarray) -> str:
+    """A string sample: a 0-d str array, or the UTF-8 bytes as an integer array (DALI's trick)."""
+    if x.dtype.kind in "US":
+        value = x.item() if x.ndim == 0 else "".join(x.tolist())
+        return value.decode() if isinstance(value, bytes) else value
+    if x.dtype.kind in "iu" and x.ndim == 1:
+        return bytes(x.astype(np.uint8)).decode("utf-8")
+    raise TypeError(f"expected a string sample (a path), got dtype {x.dtype} and shape {x.shape}")
+
+
+class GetProperty(Operator):
+    """A property of each sample: ``key="source_info"`` gives the file path it came from."""
+
+    schema = Schema(
+        name="get_property",
+        inputs=("input",),
+        args=(Arg("key", "str", doc="The property.", per_sample=False, choices=("source_info", "layout")),),
+    )
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        key = kwargs.get("key", self.init_args.get("key"))
+        if key == "source_info" and inputs and isinstance(inputs[0], DataNode):
+            producer = inputs[0].producer
+            if isinstance(producer.op, FileRead):  # the path is the reader's own input
+                return producer.inputs[0]
+        return super().__call__(*inputs, **kwargs)
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        node.args["layout"] = inputs[0].layout or ""
+        return [Spec(np.dtype(np.str_), 0, None)]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        if args["key"] == "layout":
+            return np.array(ctx.node.args["layout"])
+        return np.array((ctx.meta or {}).get("source_info", ""))

@@ -1,0 +1,225 @@
+"""fn.readers.file: encoded files and integer labels from a folder tree, a list, or names."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import zlib
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import OpNode
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import Operator
+from chute.ops.readers.sharding import EpochPlan
+from chute.types import LastBatchPolicy
+
+IMAGE_FILTERS = (
+    "*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm",
+    "*.webp", "*.gif", "*.jp2", "*.j2k",
+)
+
+READER_ARGS = (
+    Arg("random_shuffle", "bool", False, "Shuffle the whole dataset every epoch (one permutation shared by all shards).", per_sample=False),
+    Arg("initial_fill", "int", 1024, "Shuffle buffer of streaming sources (unused: files are indexed).", per_sample=False),
+    Arg("shard_id", "int", 0, "Which shard this pipeline reads.", per_sample=False),
+    Arg("num_shards", "int", 1, "Number of shards the dataset is split into.", per_sample=False),
+    Arg("stick_to_shard", "bool", False, "Keep the same shard every epoch (else shards rotate when not shuffling).", per_sample=False),
+    Arg("pad_last_batch", "bool", False, "Fill the last batch of a shard by repeating its last sample.", per_sample=False),
+    Arg("read_ahead", "bool", False, "Accepted for DALI compatibility: reading always runs ahead.", per_sample=False),
+    Arg("dont_use_mmap", "bool", False, "Accepted for DALI compatibility: files are read, not mapped.", per_sample=False),
+    Arg("lazy_init", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
+    Arg("prefetch_queue_depth", "int", 1, "Accepted for DALI compatibility.", per_sample=False),
+    Arg("skip_cached_images", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
+    Arg("tensor_init_bytes", "int", 1048576, "Accepted for DALI compatibility.", per_sample=False),
+)
+
+
+class FileReader(Operator):
+    """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,).
+
+    The dataset comes from ``file_root`` (one subfolder per class, labels by
+    sorted folder name), from ``file_list`` (lines "path label", paths
+    relative to ``file_root``), or from ``files`` (+ ``labels``). Epochs are
+    exact over shards (see chute.ops.readers.sharding); with
+    ``random_shuffle`` each epoch is a full permutation drawn from (``seed``,
+    epoch), so every shard must use the same reader seed — the default seed is
+    derived from the file list, so shards agree without setting one.
+    """
+
+    kind = "source"
+    schema = Schema(
+        name="readers.file",
+        num_outputs=2,
+        args=(
+            Arg("file_root", "str", None, "Folder of class subfolders (or base of file_list paths).", per_sample=False),
+            Arg("file_list", "str", None, 'Text file of "path label" lines.', per_sample=False),
+            Arg("files", "str_list", None, "File paths.", per_sample=False),
+            Arg("labels", "int_list", None, "Labels of `files` (default: 0, 1, 2, ...).", per_sample=False),
+            Arg("file_filters", "str_list", IMAGE_FILTERS, "Glob patterns of files to take from file_root.", per_sample=False),
+            Arg("case_sensitive_filter", "bool", False, "Match file_filters case-sensitively.", per_sample=False),
+            *READER_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        given = [k for k in ("file_root", "file_list", "files") if args.get(k) is not None]
+        if not given:
+            raise ValueError("fn.readers.file: give file_root, file_list or files")
+        if args.get("files") is not None and args.get("file_list") is not None:
+            raise ValueError("fn.readers.file: give either files or file_list, not both")
+        labels = args.get("labels")
+        if labels is not None and (args.get("files") is None or len(labels) != len(args["files"])):
+            raise ValueError("fn.readers.file: argument 'labels' needs 'files' of the same length")
+        check_shard_args("fn.readers.file", args)
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(np.dtype(np.uint8), 1, None), Spec(np.dtype(np.int32), 1, None)]
+
+    def open(self, node: OpNode, pipeline: Any) -> FileSource:
+        files, labels = list_files(node)
+        return FileSource(node, files, labels, pipeline.batch_size)
+
+
+def check_shard_args(op_name: str, args: dict[str, Any]) -> None:
+    """Trace-time checks of shard_id / num_shards."""
+    num_shards = args.get("num_shards", 1)
+    shard_id = args.get("shard_id", 0)
+    if num_shards < 1:
+        raise ValueError(f"{op_name}: argument 'num_shards' must be >= 1, got {num_shards}")
+    if not 0 <= shard_id < num_shards:
+        raise ValueError(f"{op_name}: argument 'shard_id' must be in [0, {num_shards}), got {shard_id}")
+
+
+def list_files(node: OpNode) -> tuple[list[str], list[int]]:
+    """The dataset of a file reader node: paths and labels, in a stable order."""
+    root = node.arg("file_root")
+    label = node.label
+    if node.arg("files") is not None:
+        files = [os.path.join(root, f) if root else f for f in node.arg("files")]
+        labels = list(node.arg("labels") or range(len(files)))
+    elif node.arg("file_list") is not None:
+        files, labels = _read_file_list(node.arg("file_list"), root, label)
+    else:
+        files, labels = _scan_root(root, node.arg("file_filters"), node.arg("case_sensitive_filter"), label)
+    if not files:
+        raise ValueError(f"{label}: no files found (file_root={root!r}, filters {node.arg('file_filters')})")
+    return files, labels
+
+
+def _read_file_list(path: str, root: str | None, label: str) -> tuple[list[str], list[int]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise ValueError(f"{label}: cannot read file_list {path!r}: {exc.strerror}") from None
+    files, labels = [], []
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, lab = line.rpartition(" ")
+        if not name:
+            name, lab = lab, "0"
+        try:
+            labels.append(int(lab))
+        except ValueError:
+            raise ValueError(
+                f"{label}: file_list {path!r} line {number}: label {lab!r} is not an integer"
+            ) from None
+        files.append(os.path.join(root, name.strip()) if root else name.strip())
+    return files, labels
+
+
+def _scan_root(root: str, filters: tuple, case_sensitive: bool, label: str) -> tuple[list[str], list[int]]:
+    if not os.path.isdir(root):
+        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    patterns = filters if case_sensitive else tuple(p.lower() for p in filters)
+    files, labels = [], []
+    for index, cls in enumerate(classes):
+        for dirpath, dirnames, names in os.walk(os.path.join(root, cls)):
+            dirnames.sort()
+            for name in sorted(names):
+                key = name if case_sensitive else name.lower()
+                if any(fnmatch.fnmatchcase(key, p) for p in patterns):
+                    files.append(os.path.join(dirpath, name))
+                    labels.append(index)
+    return files, labels
+
+
+class FileSource:
+    """The running file reader: position (epoch, batch) and the epoch plan."""
+
+    def __init__(self, node: OpNode, files: list[str], labels: list[int], batch_size: int):
+        self.node = node
+        self.files = files
+        self.labels = np.asarray(labels, np.int32)
+        seed = node.args.get("seed")
+        if seed is None:  # the same on every shard, without the user agreeing on a seed
+            seed = zlib.crc32("\n".join(files).encode())
+        self.plan = EpochPlan(
+            size=len(files),
+            batch_size=batch_size,
+            num_shards=node.arg("num_shards"),
+            shard_id=node.arg("shard_id"),
+            shuffle=node.arg("random_shuffle"),
+            seed=seed,
+            pad_last_batch=node.arg("pad_last_batch"),
+            stick_to_shard=node.arg("stick_to_shard"),
+        )
+        self.epoch = 0
+        self.batch_index = 0
+
+    def set_policy(self, policy: LastBatchPolicy) -> None:
+        """Match the epoch layout to an iterator's last-batch policy."""
+        self.plan.policy = policy
+        if self.plan.batches_per_epoch == 0:
+            raise ValueError(
+                f"{self.node.label}: {self.plan.size} samples over {self.plan.num_shards} shard(s) "
+                f"give no full batch of {self.plan.batch_size} under LastBatchPolicy.DROP"
+            )
+
+    def next_batch(self, batch_size: int, epoch: int, iteration: int):
+        slots = self.plan.batch(self.epoch, self.batch_index)
+        data, labels, meta = [], [], []
+        last = self.batch_index + 1 >= self.plan.batches_per_epoch
+        for slot in slots:
+            path = self.files[slot.index]
+            data.append(self.read(path))
+            labels.append(self.labels[slot.index : slot.index + 1].copy())
+            meta.append({
+                "source_info": path,
+                "index": slot.index,
+                "real": slot.real,
+                "epoch": self.epoch,
+                "sample_key": (slot.index, self.epoch),
+                "epoch_end": last,
+            })
+        self.batch_index += 1
+        if last:
+            self.epoch += 1
+            self.batch_index = 0
+        return [data, labels], meta
+
+    def read(self, path: str) -> np.ndarray:
+        try:
+            with open(path, "rb") as f:
+                return np.frombuffer(f.read(), dtype=np.uint8)
+        except OSError as exc:
+            raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+    def meta(self) -> dict[str, Any]:
+        return self.plan.meta()
+
+    def reset(self) -> None:
+        """Pipeline.reset(): readers stream across epochs, nothing to rewind."""
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "batch_index": self.batch_index}
+
+    def restore(self, state: dict[str, int]) -> None:
+        self.epoch = state["epoch"]
+        self.batch_index = state["batch_index"]

@@ -1,0 +1,110 @@
+"""Exact epochs over shards: which dataset sample goes into which batch.
+
+For N samples, S shards, shard i and batch size B, epoch e visits the
+permutation drawn from (seed, e) — or 0..N-1 without shuffling — and shard i
+takes positions [floor(iN/S), floor((i+1)N/S)) of it. Every shard produces
+the same number of batches per epoch, so distributed jobs never wait on a
+rank that has run out:
+
+- FILL and PARTIAL: ceil(ceil(N/S) / B) batches; past the shard's real
+  samples come fillers (the shard's last sample with ``pad_last_batch``,
+  else the shard's samples again from its start), each marked not real.
+- DROP: floor(floor(N/S) / B) batches, all real.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from chute.types import LastBatchPolicy
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One batch entry: the dataset index and whether it is a real sample (not a filler)."""
+
+    index: int
+    real: bool
+
+
+@dataclass
+class EpochPlan:
+    """The batches of one shard, epoch after epoch."""
+
+    size: int
+    batch_size: int
+    num_shards: int = 1
+    shard_id: int = 0
+    shuffle: bool = False
+    seed: int = 0
+    pad_last_batch: bool = False
+    stick_to_shard: bool = True
+    policy: LastBatchPolicy = LastBatchPolicy.FILL
+
+    def __post_init__(self) -> None:
+        if self.num_shards < 1:
+            raise ValueError(f"num_shards must be >= 1, got {self.num_shards}")
+        if not 0 <= self.shard_id < self.num_shards:
+            raise ValueError(f"shard_id must be in [0, {self.num_shards}), got {self.shard_id}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        self._order_cache: tuple[int, np.ndarray] | None = None
+
+    @property
+    def batches_per_epoch(self) -> int:
+        n, s, b = self.size, self.num_shards, self.batch_size
+        if self.policy is LastBatchPolicy.DROP:
+            return (n // s) // b
+        return -(-(-(-n // s)) // b)
+
+    def shard_bounds(self, epoch: int) -> tuple[int, int]:
+        shard = self.shard_id if self.stick_to_shard else (self.shard_id + epoch) % self.num_shards
+        n, s = self.size, self.num_shards
+        return shard * n // s, (shard + 1) * n // s
+
+    def order(self, epoch: int) -> np.ndarray:
+        """The permutation of the dataset for ``epoch`` (identical on every shard)."""
+        if self._order_cache is not None and self._order_cache[0] == epoch:
+            return self._order_cache[1]
+        if self.shuffle:
+            rng = np.random.Generator(
+                np.random.Philox(key=np.array([self.seed & ((1 << 64) - 1), 0x5EED], np.uint64),
+                                 counter=np.array([epoch, 0, 0, 0], np.uint64))
+            )
+            order = rng.permutation(self.size)
+        else:
+            order = np.arange(self.size)
+        self._order_cache = (epoch, order)
+        return order
+
+    def batch(self, epoch: int, j: int) -> list[Slot]:
+        """Batch ``j`` (0-based) of ``epoch`` for this shard."""
+        order = self.order(epoch)
+        lo, hi = self.shard_bounds(epoch)
+        mine = order[lo:hi]
+        slots = []
+        for k in range(j * self.batch_size, (j + 1) * self.batch_size):
+            if k < len(mine):
+                slots.append(Slot(int(mine[k]), True))
+            elif len(mine) == 0:
+                slots.append(Slot(int(order[k % len(order)]), False))
+            elif self.pad_last_batch:
+                slots.append(Slot(int(mine[-1]), False))
+            else:
+                slots.append(Slot(int(mine[k % len(mine)]), False))
+        return slots
+
+    def meta(self) -> dict[str, int | bool]:
+        """DALI's reader metadata keys."""
+        padded = self.num_shards * -(-self.size // self.num_shards) if self.pad_last_batch else self.size
+        return {
+            "epoch_size": self.size,
+            "epoch_size_padded": padded,
+            "number_of_shards": self.num_shards,
+            "shard_id": self.shard_id,
+            "pad_last_batch": self.pad_last_batch,
+            "stick_to_shard": self.stick_to_shard,
+            "batches_per_epoch": self.batches_per_epoch,
+        }
