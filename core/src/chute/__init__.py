@@ -17,6 +17,7 @@ __path__ = extend_path(__path__, __name__)
 from chute import fn, ops, types
 from chute.executor import OperatorError
 from chute.graph import DataNode
+from chute.iteration import Batch, Iterator
 from chute.pipeline import Pipeline, pipeline_def
 from chute.tensors import TensorListCPU
 from chute.types import LastBatchPolicy
@@ -24,7 +25,9 @@ from chute.types import LastBatchPolicy
 __version__ = "0.1.0"
 
 __all__ = [
+    "Batch",
     "DataNode",
+    "Iterator",
     "LastBatchPolicy",
     "OperatorError",
     "Pipeline",

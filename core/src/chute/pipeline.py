@@ -232,6 +232,47 @@ class Pipeline:
         names = [n.name for n in self._graph.nodes]
         raise KeyError(f"no operator named {key!r} in this pipeline; names: {', '.join(names)}")
 
+    # ---- state ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The position after the last delivered batch: sources, epoch and iteration."""
+        self.build()
+        epoch, iteration = self._executor.last_position
+        names = {n.id: n.name for n in self._plan.sources}
+        return {
+            "epoch": epoch,
+            "iteration": iteration,
+            "sources": {names[k]: v for k, v in self._executor.last_states.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue after the batch at which ``state_dict()`` was taken."""
+        self.build()
+        ids = {n.name: n.id for n in self._plan.sources}
+        missing = set(state["sources"]) - set(ids)
+        if missing:
+            raise ValueError(
+                f"load_state_dict: this pipeline has no sources named {sorted(missing)}"
+            )
+        states = {ids[k]: v for k, v in state["sources"].items()}
+        self._executor.restore(state["epoch"], state["iteration"], states)
+
+    def _reconfigure(self, change: Any) -> None:
+        """Apply ``change`` to the sources with no work in flight, keeping the position."""
+        self.build()
+        ex = self._executor
+        epoch, iteration = ex.last_position
+        ex.restore(epoch, iteration, dict(ex.last_states))
+        change()
+
+    def _seek_reader(self, name: str, epoch: int) -> None:
+        """Move a reader to the start of ``epoch`` (an iterator's reset mid-epoch)."""
+        ex = self._executor
+        node = next(n for n in self._plan.sources if n.name == name)
+        states = dict(ex.last_states)
+        states[node.id] = {"epoch": epoch, "batch_index": 0}
+        pos_epoch, iteration = ex.last_position
+        ex.restore(pos_epoch, iteration, states)
+
     def close(self) -> None:
         """Stop worker threads and close files; the pipeline cannot run afterwards."""
         if self._finalizer is not None:

@@ -96,7 +96,9 @@ class Executor:
         self._out_q: queue.Queue = queue.Queue(self.depth)
         self._ended = False
         self._failed: BaseException | None = None
-        self.last_states: dict[int, Any] = {}
+        self.last_states: dict[int, Any] = {
+            k: s.state() for k, s in self.sources.items() if hasattr(s, "state")
+        }
         self.last_meta: list[dict] = []
         self.last_position = (0, 0)
 

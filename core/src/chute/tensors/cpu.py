@@ -104,6 +104,19 @@ class TensorListCPU:
     def as_cpu(self) -> TensorListCPU:
         return self
 
+    def head(self, n: int) -> TensorListCPU:
+        """The first ``n`` samples (views, no copy)."""
+        meta = self.meta[:n] if self.meta is not None else None
+        if self._dense is not None:
+            return TensorListCPU(self._dense[:n], self._layout, meta)
+        return TensorListCPU(self._samples[:n], self._layout, meta)  # type: ignore[index]
+
+    def repeat_last(self, n: int) -> TensorListCPU:
+        """The batch extended to ``n`` samples by repeating its last sample."""
+        samples = [self.at(i) for i in range(len(self))]
+        samples += [samples[-1]] * (n - len(samples))
+        return TensorListCPU(samples, self._layout)
+
     def as_padded(self, fill: float = 0) -> np.ndarray:
         """The batch as one array, each sample padded at the end of every axis to the largest shape."""
         if self.is_dense_tensor() and len(self):

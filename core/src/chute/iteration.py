@@ -1,0 +1,223 @@
+"""Framework-agnostic iteration: epochs, shards, last batches and resumable state.
+
+Every plugin wraps :class:`Iterator` and changes only how a TensorList becomes
+a framework tensor (:meth:`Iterator.convert`), so the four frameworks see the
+same batches, the same ``len()`` and the same real-sample counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from chute.pipeline import Pipeline
+from chute.types import LastBatchPolicy
+
+__all__ = ["Batch", "Iterator", "LastBatchPolicy"]
+
+
+class Batch(dict):
+    """One pipeline's outputs by name for one step; ``real`` counts its real samples.
+
+    Samples past ``real`` are padding (FILL); with PARTIAL the batch holds only
+    real samples and may be shorter than the batch size — or empty, on a shard
+    with fewer samples than the others.
+    """
+
+    real: int = 0
+
+
+def _policy(value: Any) -> LastBatchPolicy:
+    if isinstance(value, LastBatchPolicy):
+        return value
+    try:
+        return LastBatchPolicy(str(value).lower())
+    except ValueError:
+        raise ValueError(
+            f"last_batch_policy must be LastBatchPolicy.FILL, DROP or PARTIAL, got {value!r}"
+        ) from None
+
+
+class Iterator:
+    """Runs one or more pipelines (one per device) and yields a list of :class:`Batch` dicts.
+
+    The epoch length comes from the reader named ``reader_name`` (exact,
+    identical on every shard), from ``size`` (samples per epoch of this
+    shard), or — with neither — from the pipeline raising StopIteration.
+    ``output_map`` names the pipeline outputs in order.
+    """
+
+    def __init__(
+        self,
+        pipelines: Pipeline | Sequence[Pipeline],
+        output_map: Sequence[str],
+        size: int = -1,
+        reader_name: str | None = None,
+        auto_reset: bool | str = False,
+        fill_last_batch: bool | None = None,
+        dynamic_shape: bool = False,
+        last_batch_padded: bool = False,
+        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
+        prepare_first_batch: bool = True,
+    ):
+        self.pipelines = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
+        if not self.pipelines:
+            raise ValueError("Iterator: give at least one pipeline")
+        self.output_map = list(output_map)
+        if len(set(self.output_map)) != len(self.output_map):
+            raise ValueError(f"Iterator: output_map has repeated names: {self.output_map}")
+        if fill_last_batch is not None:  # DALI's older spelling
+            last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else LastBatchPolicy.PARTIAL
+        self.policy = _policy(last_batch_policy)
+        self.auto_reset = auto_reset not in (False, "no", None)
+        self.last_batch_padded = last_batch_padded
+        self.reader_name = reader_name
+        self.size = size
+        if reader_name is not None and size > 0:
+            raise ValueError("Iterator: give reader_name or size, not both")
+        for pipe in self.pipelines:
+            pipe.build()
+            outputs = len(pipe._outputs)
+            if outputs != len(self.output_map):
+                raise ValueError(
+                    f"Iterator: output_map names {len(self.output_map)} outputs "
+                    f"but the pipeline has {outputs}"
+                )
+        self.batch_size = self.pipelines[0].batch_size
+        self._batches = self._epoch_length()
+        self.epoch = 0
+        self._batch_in_epoch = 0
+        self._ended = False
+        self._first: list[Batch] | None = None
+        if prepare_first_batch and self._batches != 0:
+            try:
+                self._first = self._step()
+            except StopIteration:
+                self._ended = True
+
+    # ---- epoch length --------------------------------------------------------------------
+    def _epoch_length(self) -> int | None:
+        if self.reader_name is not None:
+            lengths = set()
+            for pipe in self.pipelines:
+                reader = pipe._reader(self.reader_name)
+                if getattr(reader, "plan", None) is None:
+                    raise ValueError(f"Iterator: {self.reader_name!r} is not a reader with epochs")
+                if reader.plan.policy is not self.policy:
+                    pipe._reconfigure(lambda r=reader: r.set_policy(self.policy))
+                lengths.add(reader.plan.batches_per_epoch)
+            if len(lengths) > 1:
+                raise ValueError(
+                    f"Iterator: the pipelines' readers give different epoch lengths {lengths}"
+                )
+            return lengths.pop()
+        if self.size > 0:
+            per_step = self.batch_size * len(self.pipelines)
+            if self.policy is LastBatchPolicy.DROP:
+                return self.size // per_step
+            return math.ceil(self.size / per_step)
+        return None
+
+    def __len__(self) -> int:
+        """Batches per epoch: the same in every epoch and on every shard."""
+        if self._batches is None:
+            raise TypeError("the epoch length is unknown: give reader_name or size to the iterator")
+        return self._batches
+
+    # ---- iteration -------------------------------------------------------------------------
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self) -> list[Batch]:
+        if self._first is not None:
+            batch, self._first = self._first, None
+            return batch
+        if self._ended:
+            self._end_epoch()
+        return self._step_or_end()
+
+    def _step_or_end(self) -> list[Batch]:
+        try:
+            return self._step()
+        except StopIteration:
+            self._ended = True
+            self._end_epoch()
+            raise
+
+    def _end_epoch(self) -> None:
+        if self.auto_reset:
+            self.reset()
+        raise StopIteration
+
+    def _step(self) -> list[Batch]:
+        if self._batches is not None and self._batch_in_epoch >= self._batches:
+            raise StopIteration
+        results = []
+        for p, pipe in enumerate(self.pipelines):
+            outputs = pipe.run()
+            meta = pipe._executor.last_meta
+            real = self._real_count(meta, len(outputs[0]), p)
+            if self.policy is LastBatchPolicy.PARTIAL and real < len(outputs[0]):
+                outputs = tuple(o.head(real) for o in outputs)
+            elif self.policy is LastBatchPolicy.FILL and len(outputs[0]) < self.batch_size:
+                outputs = tuple(o.repeat_last(self.batch_size) for o in outputs)
+            batch = Batch(
+                {name: self.convert(o, name) for name, o in zip(self.output_map, outputs)}
+            )
+            batch.real = real
+            results.append(batch)
+        self._batch_in_epoch += 1
+        return results
+
+    def _real_count(self, meta: list[dict], n: int, pipe_index: int) -> int:
+        if meta and "real" in meta[0]:
+            return sum(1 for m in meta if m.get("real", True))
+        if self.size > 0:
+            per_step = self.batch_size * len(self.pipelines)
+            left = self.size - self._batch_in_epoch * per_step - pipe_index * self.batch_size
+            return max(0, min(n, left))
+        return n
+
+    def convert(self, batch: Any, name: str) -> Any:
+        """A pipeline output as handed to the user; plugins return framework tensors."""
+        return batch
+
+    def reset(self) -> None:
+        """Start the next epoch (after StopIteration, or cutting the current one short)."""
+        finished = self._ended or (
+            self._batches is not None and self._batch_in_epoch >= self._batches
+        )
+        for pipe in self.pipelines:
+            if self.reader_name is not None:
+                if not finished:
+                    pipe._seek_reader(self.reader_name, self.epoch + 1)
+            elif self._batches is None or self._ended:
+                pipe.reset()
+        self.epoch += 1
+        self._batch_in_epoch = 0
+        self._ended = False
+        self._first = None
+
+    # ---- state ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Where the iterator stands: restoring it continues with the exact next batch."""
+        if self._first is not None:
+            raise RuntimeError("state_dict() before the first batch was taken: nothing to save yet")
+        return {
+            "epoch": self.epoch,
+            "batch_in_epoch": self._batch_in_epoch,
+            "ended": self._ended,
+            "pipelines": [pipe.state_dict() for pipe in self.pipelines],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state_dict()`` output (the pipelines must be built the same way)."""
+        if len(state["pipelines"]) != len(self.pipelines):
+            raise ValueError("load_state_dict: the state has a different number of pipelines")
+        for pipe, pipe_state in zip(self.pipelines, state["pipelines"]):
+            pipe.load_state_dict(pipe_state)
+        self.epoch = state["epoch"]
+        self._batch_in_epoch = state["batch_in_epoch"]
+        self._ended = state["ended"]
+        self._first = None

@@ -1,0 +1,251 @@
+"""fn.readers.file and chute.Iterator: DESIGN.md's epoch invariants over a sweep, state, shuffling."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from chute import Iterator, LastBatchPolicy, fn, pipeline_def
+from chute.ops.readers.sharding import EpochPlan
+
+POLICIES = list(LastBatchPolicy)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """23 small files, content = their index, in 3 class folders."""
+    root = tmp_path_factory.mktemp("files")
+    paths = []
+    for i in range(23):
+        cls = root / f"class_{i % 3}"
+        cls.mkdir(exist_ok=True)
+        p = cls / f"{i:03d}.jpg"
+        p.write_bytes(bytes([i]))
+        paths.append(str(p))
+    return root, paths
+
+
+def reader_pipe(files, batch_size, shard_id=0, num_shards=1, shuffle=False, pad=False, **kw):
+    @pipeline_def(batch_size=batch_size, num_threads=1, seed=5, exec_pipelined=False)
+    def pipe():
+        data, label = fn.readers.file(
+            files=files,
+            random_shuffle=shuffle,
+            shard_id=shard_id,
+            num_shards=num_shards,
+            pad_last_batch=pad,
+            name="Reader",
+            **kw,
+        )
+        return data, label
+
+    return pipe()
+
+
+def epoch_of(it):
+    """Every batch of one epoch as (sample ids, real count)."""
+    out = []
+    for (batch,) in it:
+        ids = [int(batch["data"].at(i)[0]) for i in range(len(batch["data"]))]
+        out.append((ids, batch.real))
+    return out
+
+
+def test_epoch_plan_sweep():
+    """The pure plan: all invariants over N 1..23, S 1..4, B 1..5, policies, shuffle, padding."""
+    for n, s, b, policy, shuffle, pad in itertools.product(
+        range(1, 24), range(1, 5), range(1, 6), POLICIES, (False, True), (False, True)
+    ):
+        plans = [EpochPlan(n, b, s, i, shuffle, 3, pad, True, policy) for i in range(s)]
+        counts = {p.batches_per_epoch for p in plans}
+        assert len(counts) == 1  # invariant 1
+        k = counts.pop()
+        seen = []
+        for p in plans:
+            for j in range(k):
+                slots = p.batch(0, j)
+                assert len(slots) == b
+                real = [sl.index for sl in slots if sl.real]
+                # reals come first, fillers after (invariant 3: counted, never mixed in)
+                assert [sl.real for sl in slots] == sorted((sl.real for sl in slots), reverse=True)
+                seen += real
+        if policy is LastBatchPolicy.DROP:
+            assert len(seen) == len(set(seen))  # invariant 2 (DROP)
+        else:
+            assert sorted(seen) == list(range(n))  # invariant 2
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    ("shuffle", "pad"), [(False, False), (True, False), (False, True), (True, True)]
+)
+def test_iterator_invariants_over_shards(dataset, policy, shuffle, pad):
+    _, paths = dataset
+    for n, s, b in itertools.product((1, 4, 7, 23), (1, 2, 3, 4), (1, 3, 5)):
+        if policy is LastBatchPolicy.DROP and (n // s) // b == 0:
+            continue
+        files = paths[:n]
+        its = [
+            Iterator(
+                reader_pipe(files, b, i, s, shuffle, pad),
+                ["data", "label"],
+                reader_name="Reader",
+                last_batch_policy=policy,
+            )
+            for i in range(s)
+        ]
+        lengths = {len(it) for it in its}
+        assert len(lengths) == 1
+        real_ids = []
+        for epoch in range(2):
+            per_shard = [epoch_of(it) for it in its]
+            assert all(len(e) == len(its[0]) for e in per_shard)  # invariant 1, every epoch
+            epoch_ids = []
+            for batches in per_shard:
+                for ids, real in batches:
+                    if policy is LastBatchPolicy.FILL:
+                        assert len(ids) == b
+                    if policy is LastBatchPolicy.PARTIAL:
+                        assert len(ids) == real
+                    if policy is LastBatchPolicy.DROP:
+                        assert real == len(ids) == b
+                    epoch_ids += ids[:real]
+            if policy is LastBatchPolicy.DROP:
+                assert len(epoch_ids) == len(set(epoch_ids))
+            else:
+                assert sorted(epoch_ids) == list(range(n)), (n, s, b)
+            real_ids.append(epoch_ids)
+            for it in its:
+                it.reset()
+        if shuffle and n >= 7 and policy is not LastBatchPolicy.DROP:
+            assert real_ids[0] != real_ids[1]  # a new permutation each epoch
+        for it in its:
+            for p in it.pipelines:
+                p.close()
+
+
+def test_file_root_labels_and_reader_meta(dataset):
+    root, paths = dataset
+
+    @pipeline_def(batch_size=4, num_threads=2, seed=0)
+    def pipe():
+        data, label = fn.readers.file(file_root=str(root), name="r", num_shards=2, shard_id=1)
+        return data, label, fn.get_property(data, key="source_info")
+
+    p = pipe()
+    meta = p.reader_meta("r")
+    assert meta["epoch_size"] == 23 and meta["number_of_shards"] == 2 and meta["shard_id"] == 1
+    assert p.epoch_size("r") == 23
+    data, label, info = p.run()
+    # shard 1 starts at position floor(23/2) = 11 of the sorted listing (class folders)
+    listing = sorted(paths, key=lambda q: (os.path.basename(os.path.dirname(q)), q))
+    assert info.at(0).item() == listing[11]
+    assert label.dtype == np.int32 and label.at(0).shape == (1,)
+    assert int(label.at(0)[0]) == int(os.path.basename(os.path.dirname(listing[11]))[-1])
+    assert data.dtype == np.uint8 and data.at(0).ndim == 1
+    p.close()
+
+
+def test_file_list_and_io_file_read(dataset, tmp_path):
+    root, paths = dataset
+    lst = tmp_path / "list.txt"
+    lst.write_text(
+        "".join(f"{os.path.relpath(q, root)} {i * 10}\n" for i, q in enumerate(paths[:5]))
+    )
+
+    @pipeline_def(batch_size=5, num_threads=2, seed=0)
+    def pipe():
+        data, label = fn.readers.file(file_root=str(root), file_list=str(lst))
+        names = fn.external_source(source=lambda: [np.array(q) for q in paths[:5]])
+        raw = fn.io.file.read(names)
+        return data, label, raw, fn.get_property(raw, key="source_info")
+
+    data, label, raw, info = pipe().run()
+    assert [int(label.at(i)[0]) for i in range(5)] == [0, 10, 20, 30, 40]
+    assert [int(raw.at(i)[0]) for i in range(5)] == [0, 1, 2, 3, 4]
+    assert info.as_array().tolist() == paths[:5]  # strings as a pipeline output
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_state_dict_resumes_mid_epoch_and_at_epoch_end(dataset, policy):
+    _, paths = dataset
+
+    def make():
+        @pipeline_def(batch_size=3, num_threads=2, seed=9)
+        def pipe():
+            data, _ = fn.readers.file(files=paths[:10], random_shuffle=True, name="Reader")
+            return data, fn.random.uniform(range=(0, 1))
+
+        return Iterator(
+            pipe(), ["data", "u"], reader_name="Reader", last_batch_policy=policy, auto_reset=True
+        )
+
+    def flat(batches):
+        return [
+            (b[0]["data"].as_padded().tolist(), b[0]["u"].as_padded().tolist()) for b in batches
+        ]
+
+    reference = make()
+    ref = []
+    for _ in range(3):
+        ref += [next(reference) for _ in range(len(reference))]
+        with pytest.raises(StopIteration):
+            next(reference)
+    k = len(reference)
+    for cut in (1, k, k + 2):  # mid-epoch, at the epoch boundary, in the second epoch
+        it = make()
+        taken = []
+        while len(taken) < cut:
+            try:
+                taken.append(next(it))
+            except StopIteration:
+                pass
+        state = it.state_dict()
+        for p in it.pipelines:
+            p.close()
+        resumed = make()
+        resumed.load_state_dict(state)
+        rest = []
+        while len(taken) + len(rest) < len(ref):
+            try:
+                rest.append(next(resumed))
+            except StopIteration:
+                pass
+        assert flat(taken + rest) == flat(ref), cut
+
+
+def test_reset_mid_epoch_starts_next_epoch(dataset):
+    _, paths = dataset
+    it = Iterator(reader_pipe(paths[:9], 2), ["data", "label"], reader_name="Reader")
+    next(it)
+    it.reset()
+    ids = [i for ids, _ in epoch_of(it) for i in ids]
+    assert len(ids) == 10 and sorted(set(ids)) == list(range(9))
+
+
+def test_size_based_iteration_for_external_source():
+    @pipeline_def(batch_size=4, num_threads=1, seed=0)
+    def pipe():
+        return fn.external_source(source=lambda info: np.int32(info.idx_in_epoch), batch=False)
+
+    it = Iterator(pipe(), ["x"], size=10, last_batch_policy=LastBatchPolicy.PARTIAL)
+    assert len(it) == 3
+    sizes = [(len(b[0]["x"]), b[0].real) for b in it]
+    assert sizes == [(4, 4), (4, 4), (2, 2)]
+
+
+def test_stopiteration_based_epochs_with_fill():
+    data = [[np.int32(i)] * 3 for i in range(2)] + [[np.int32(9)]]
+
+    @pipeline_def(batch_size=3, num_threads=1, seed=0)
+    def pipe():
+        return fn.external_source(source=data)
+
+    it = Iterator(pipe(), ["x"], auto_reset=True)
+    epoch = list(it)
+    assert [len(b[0]["x"]) for b in epoch] == [3, 3, 3]
+    assert epoch[-1][0].real == 1
+    assert len(list(it)) == 3  # auto_reset started the next epoch
