@@ -7,7 +7,7 @@ Each function has its operator's real signature and docstring
 
 from __future__ import annotations
 
-from chute.fn import io, math, random, readers
+from chute.fn import decoders, io, math, random, readers
 from chute.ops._base import make_fn
 from chute.ops.color.color_ops import (
     Brightness,
@@ -20,6 +20,7 @@ from chute.ops.color.color_ops import (
     LookupTable,
     Saturation,
 )
+from chute.ops.decoders import PeekImageShape
 from chute.ops.external_source import ExternalSource
 from chute.ops.io import GetProperty
 from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
@@ -36,6 +37,7 @@ __all__ = [
     "contrast",
     "copy",
     "crop_mirror_normalize",
+    "decoders",
     "external_source",
     "get_property",
     "io",
@@ -45,6 +47,7 @@ __all__ = [
     "lookup_table",
     "math",
     "normalize",
+    "peek_image_shape",
     "python_function",
     "random",
     "readers",
@@ -77,3 +80,4 @@ hue = make_fn(Hue)
 lookup_table = make_fn(LookupTable)
 normalize = make_fn(Normalize)
 saturation = make_fn(Saturation)
+peek_image_shape = make_fn(PeekImageShape)

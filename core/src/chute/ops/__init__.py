@@ -7,7 +7,7 @@ live in this package too (one family per module).
 
 from __future__ import annotations
 
-from chute.ops import random, readers
+from chute.ops import decoders, random, readers
 from chute.ops.color.color_ops import (
     Brightness,
     BrightnessContrast,
@@ -19,6 +19,7 @@ from chute.ops.color.color_ops import (
     LookupTable,
     Saturation,
 )
+from chute.ops.decoders import PeekImageShape
 from chute.ops.external_source import ExternalSource
 from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
 from chute.ops.python import PythonFunction
@@ -44,6 +45,7 @@ __all__ = [
     "LookupTable",
     "Normal",
     "Normalize",
+    "PeekImageShape",
     "PythonFunction",
     "Reshape",
     "Saturation",
@@ -51,6 +53,7 @@ __all__ = [
     "Stack",
     "Transpose",
     "Uniform",
+    "decoders",
     "random",
     "readers",
 ]

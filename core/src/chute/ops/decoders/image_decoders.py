@@ -120,7 +120,7 @@ def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) ->
     return y0, x0, y0 + crop_h, x0 + crop_w
 
 
-class ImageDecoder(_DecoderBase):
+class Image(_DecoderBase):
     """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
 
     schema = Schema(
@@ -133,7 +133,7 @@ class ImageDecoder(_DecoderBase):
         return self._decode(inputs[0], args, None)
 
 
-class ImageCropDecoder(_DecoderBase):
+class ImageCrop(_DecoderBase):
     """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
 
     schema = Schema(
@@ -179,7 +179,7 @@ class ImageCropDecoder(_DecoderBase):
         return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
 
 
-class ImageSliceDecoder(_DecoderBase):
+class ImageSlice(_DecoderBase):
     """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
 
     schema = Schema(
@@ -266,7 +266,7 @@ class ImageSliceDecoder(_DecoderBase):
         return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
 
 
-class ImageRandomCropDecoder(_DecoderBase):
+class ImageRandomCrop(_DecoderBase):
     """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
 
     schema = Schema(
