@@ -159,3 +159,33 @@ def test_bad_arguments_fail_at_trace_time():
 def test_dali_tuning_arguments_are_accepted():
     (out,) = _run(lambda e: fn.decoders.image(e, hw_decoder_load=0.65, device_memory_padding=1))
     np.testing.assert_array_equal(out.at(0), IMAGES[0])
+
+
+def test_legacy_ops_api():
+    decoder = chute.ops.decoders.ImageCrop(crop=(8, 9), crop_pos_x=0.0, crop_pos_y=0.0)
+    peek = chute.ops.PeekImageShape(dtype=chute.types.INT32)
+    crops, shapes = _run(lambda e: (decoder(e), peek(e)))
+    for index, image in enumerate(IMAGES):
+        np.testing.assert_array_equal(crops.at(index), image[:8, :9])
+        assert shapes.at(index).dtype == np.int32
+        np.testing.assert_array_equal(shapes.at(index), [*SIZES[index], 3])
+
+
+def test_files_from_a_reader_decode_by_content(tmp_path):
+    # The names lie about the format: decoding goes by the bytes.
+    paths = []
+    for index, data in enumerate(PNGS):
+        path = tmp_path / f"{index}.jpg"
+        path.write_bytes(data.tobytes())
+        paths.append(str(path))
+
+    @pipeline_def(batch_size=len(paths), num_threads=2, device_id=None, seed=1)
+    def pipe():
+        encoded, _ = fn.readers.file(files=paths)
+        return fn.decoders.image(encoded)
+
+    pipeline = pipe()
+    pipeline.build()
+    (out,) = pipeline.run()
+    for index, image in enumerate(IMAGES):
+        np.testing.assert_array_equal(out.at(index), image)
