@@ -130,6 +130,11 @@ class Executor:
                         f"produced a batch of {n} samples while another source produced {size}"
                     ),
                 )
+            if node.device == "gpu":
+                from chute.tensors.gpu import TensorListGPU
+
+                gpu = self.gpu
+                outputs = [TensorListGPU(o, "", gpu.stream, gpu.device_id) for o in outputs]
             for i, out in enumerate(outputs):
                 values[(node.id, i)] = out
             if node_meta is not None:

@@ -41,7 +41,7 @@ class Transfer(Operator):
 
         (value,) = inputs
         if self.target == "gpu":
-            return TensorListGPU.from_host(value, ctx.node.inputs[0], ctx.stream)
+            return TensorListGPU.from_host(value, None, ctx.stream, ctx.device_id)
         return value.as_cpu().samples()
 
 

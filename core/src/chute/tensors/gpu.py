@@ -1,0 +1,161 @@
+"""TensorListGPU: a batch of samples in GPU memory (CuPy), handed out zero-copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from chute.gpu.runtime import cupy_module
+from chute.tensors.cpu import TensorListCPU
+
+
+class TensorListGPU:
+    """A batch in device memory: the TensorListCPU API plus ``as_cpu()``.
+
+    Dense batches live in one contiguous CuPy array. Work that produced the
+    batch was queued on the pipeline's ``stream``; ``__dlpack__(stream=s)``
+    makes the consumer's stream ``s`` wait for it (no device-wide sync), and
+    ``as_cpu()`` waits for it. Memory comes from CuPy's pool and returns there
+    when the last consumer drops the batch.
+    """
+
+    def __init__(self, data: Any, layout: str = "", stream: Any = None, device_id: int = 0):
+        cp = cupy_module()
+        self._cp = cp
+        if isinstance(data, cp.ndarray):
+            self._dense: Any = data
+            self._samples: list[Any] | None = None
+        else:
+            self._dense = None
+            self._samples = list(data)
+        self._layout = layout or ""
+        self.stream = stream
+        self.device_id = device_id
+        self._ready = None
+        if stream is not None:
+            with cp.cuda.Device(device_id):
+                self._ready = cp.cuda.Event(disable_timing=True)
+                self._ready.record(stream)
+
+    @classmethod
+    def from_host(cls, batch: Any, node: Any = None, stream: Any = None, device_id: int = 0) -> TensorListGPU:
+        """Upload a host batch (a TensorListCPU or a list of arrays) on ``stream``."""
+        cp = cupy_module()
+        samples = list(batch) if not isinstance(batch, TensorListCPU) else [batch.at(i) for i in range(len(batch))]
+        layout = batch.layout() if isinstance(batch, TensorListCPU) else ""
+        with cp.cuda.Device(device_id), (stream or cp.cuda.Stream.null):
+            shapes = {s.shape for s in samples}
+            if samples and len(shapes) == 1:
+                host = np.ascontiguousarray(np.stack(samples))
+                dense = cp.empty(host.shape, host.dtype)
+                dense.set(host, stream=stream)
+                return cls(dense, layout, stream, device_id)
+            out = []
+            for s in samples:
+                d = cp.empty(s.shape, s.dtype)
+                d.set(np.ascontiguousarray(s), stream=stream)
+                out.append(d)
+            return cls(out, layout, stream, device_id)
+
+    # ---- TensorList API ----------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._dense) if self._dense is not None else len(self._samples)  # type: ignore[arg-type]
+
+    def at(self, i: int) -> Any:
+        """Sample ``i`` as a CuPy array (a view)."""
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample index {i} out of range for a batch of {n}")
+        return self._dense[i] if self._dense is not None else self._samples[i]  # type: ignore[index]
+
+    __getitem__ = at
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.at(i) for i in range(len(self)))
+
+    def samples(self) -> list[Any]:
+        return [self.at(i) for i in range(len(self))]
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self._dense is not None:
+            return self._dense.dtype
+        return self._samples[0].dtype if self._samples else np.dtype(np.float32)  # type: ignore[index]
+
+    def layout(self) -> str:
+        return self._layout
+
+    def shape(self) -> list[tuple[int, ...]]:
+        if self._dense is not None:
+            return [tuple(self._dense.shape[1:])] * len(self._dense)
+        return [tuple(s.shape) for s in self._samples]  # type: ignore[union-attr]
+
+    def is_dense_tensor(self) -> bool:
+        shapes = self.shape()
+        return self._dense is not None or all(s == shapes[0] for s in shapes)
+
+    def as_array(self) -> Any:
+        """The whole batch as one CuPy array; dense batches only."""
+        if self._dense is None:
+            if not self.is_dense_tensor() or not self._samples:
+                raise ValueError(
+                    f"the batch is ragged, samples have different shapes ({self.shape()[:6]}); "
+                    "use at(i) per sample or pad them"
+                )
+            with self._cp.cuda.Device(self.device_id), (self.stream or self._cp.cuda.Stream.null):
+                self._dense = self._cp.stack(self._samples)
+                self._samples = None
+        return self._dense
+
+    as_tensor = as_array
+
+    def as_cpu(self) -> TensorListCPU:
+        """A host copy of the batch (waits for the work that produced it)."""
+        if self._ready is not None:
+            self._ready.synchronize()
+        if self._dense is not None:
+            return TensorListCPU(self._cp.asnumpy(self._dense), self._layout)
+        return TensorListCPU([self._cp.asnumpy(s) for s in self._samples], self._layout)  # type: ignore[union-attr]
+
+    def head(self, n: int) -> TensorListGPU:
+        data = self._dense[:n] if self._dense is not None else self._samples[:n]  # type: ignore[index]
+        return TensorListGPU(data, self._layout, self.stream, self.device_id)
+
+    def repeat_last(self, n: int) -> TensorListGPU:
+        samples = self.samples()
+        samples += [samples[-1]] * (n - len(samples))
+        return TensorListGPU(samples, self._layout, self.stream, self.device_id)
+
+    # ---- interchange ---------------------------------------------------------------------
+    def _order_before(self, consumer_stream: Any) -> None:
+        """Make ``consumer_stream`` (a DLPack stream value) wait for this batch."""
+        if self._ready is None or consumer_stream == -1:
+            return
+        cp = self._cp
+        if consumer_stream is None or consumer_stream in (1, 2):
+            # legacy or per-thread default stream: make it wait on our event
+            target = cp.cuda.Stream.null if consumer_stream in (None, 1) else cp.cuda.Stream.ptds
+        else:
+            target = cp.cuda.ExternalStream(consumer_stream, self.device_id)
+        with cp.cuda.Device(self.device_id):
+            target.wait_event(self._ready)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+        self._order_before(stream)
+        arr = self.as_array()
+        return arr.__dlpack__(stream=-1) if max_version is None else arr.__dlpack__(
+            stream=-1, max_version=max_version)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self.device_id)  # kDLCUDA
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self._ready is not None:
+            self._ready.synchronize()
+        return self.as_array().__cuda_array_interface__
+
+    def __repr__(self) -> str:
+        return f"TensorListGPU(len={len(self)}, dtype={self.dtype}, layout={self._layout!r}, device={self.device_id})"
