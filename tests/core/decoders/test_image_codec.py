@@ -427,3 +427,23 @@ def test_input_may_be_a_uint8_array_or_memoryview():
     np.testing.assert_array_equal(decode(memoryview(data)), expected)
     with pytest.raises(ValueError, match="1-D uint8"):
         decode(np.zeros((4, 4), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_mutated_files_decode_or_raise_decode_error(name):
+    # Damage in the pixel data may go unnoticed (JPEG has no checksum), but
+    # nothing other than DecodeError may escape: no IndexError, no crash.
+    data = CASES[name][0]
+    rng = np.random.default_rng(len(data))
+    for trial in range(30):
+        damaged = bytearray(data)
+        if trial % 2:
+            damaged = damaged[: rng.integers(1, len(damaged))]
+        else:
+            where = rng.integers(0, min(len(damaged), 300), size=4)
+            damaged[where[0] : where[0] + 4] = rng.integers(0, 256, 4, dtype=np.uint8).tobytes()
+        for attempt in (decode, peek_shape):
+            try:
+                attempt(bytes(damaged))
+            except DecodeError:
+                pass

@@ -123,8 +123,11 @@ def peek_shape(data: EncodedImage, adjust_orientation: bool = True) -> tuple[int
         orientation = jpeg_orientation(buf) if adjust_orientation else 1
     elif fmt == "png":
         # Chunk headers say it all, and Pillow would refuse huge claims here.
-        height, width, _, _ = png_header(buf)
-        channels = png_channels(buf)
+        try:
+            height, width, _, _ = png_header(buf)
+            channels = png_channels(buf)
+        except ValueError as exc:
+            raise DecodeError(f"png: {exc}") from None
         orientation = png_orientation(buf) if adjust_orientation else 1
     else:
         with _open_pillow(buf, fmt) as image:
@@ -410,7 +413,10 @@ def _decode_pillow(
     if claimed is not None:
         _check_pixels(*claimed, max_pixels)
     if fmt == "png" and out_dtype != np.uint8:
-        _, _, bit_depth, color_type = png_header(buf)
+        try:
+            _, _, bit_depth, color_type = png_header(buf)
+        except ValueError as exc:
+            raise DecodeError(f"png: {exc}") from None
         if bit_depth == 16 and color_type in (2, 6):
             # Pillow keeps only 8 bits of 16-bit colour PNGs; OpenCV keeps all.
             orientation = png_orientation(buf) if adjust else 1
