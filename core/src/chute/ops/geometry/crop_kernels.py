@@ -196,13 +196,14 @@ def crop(
     return _window(image, starts, stops, out_of_bounds_policy, border, fill_values, channel_axis)
 
 
-def _axes_from(
+def axes_from(
     ndim: int,
     axes: Sequence[int] | None,
     axis_names: str | None,
     layout: str | None,
     default: Sequence[int],
 ) -> list[int]:
+    """Resolve ``axis_names`` (letters of ``layout``) or ``axes`` (indices) to axis indices."""
     if axis_names is not None:
         layout = layout or ("HWC"[:ndim] if ndim <= 3 else None)
         if layout is None or any(name not in layout for name in axis_names):
@@ -230,7 +231,7 @@ def slice_window(
     The end is rounded from ``anchor + extent`` so that neighbouring slices tile.
     """
     ndim = len(shape)
-    chosen = _axes_from(ndim, axes, axis_names, layout, (1, 0))
+    chosen = axes_from(ndim, axes, axis_names, layout, (1, 0))
     anchor = np.asarray(anchor, dtype=np.float64).ravel()
     extent = np.asarray(extent, dtype=np.float64).ravel()
     if anchor.size != len(chosen) or extent.size != len(chosen):
@@ -301,7 +302,7 @@ def pad(
     the data) keeps the data's extent. The operator passes the batch's largest extent
     as ``shape`` where DALI pads to the batch maximum. ``fill_value`` may be per channel.
     """
-    chosen = _axes_from(data.ndim, axes, axis_names, layout, range(data.ndim))
+    chosen = axes_from(data.ndim, axes, axis_names, layout, range(data.ndim))
     targets = list(data.shape)
     wanted = [-1] * len(chosen) if shape is None else list(np.asarray(shape).ravel())
     aligns = (
@@ -357,7 +358,7 @@ def erase(
         normalized_anchor = normalized_shape = bool(normalized)
     if axes is None and axis_names is None:
         axis_names = "HW"
-    chosen = _axes_from(image.ndim, axes, axis_names, layout, (0, 1))
+    chosen = axes_from(image.ndim, axes, axis_names, layout, (0, 1))
     shape = np.asarray(shape, dtype=np.float64).ravel()
     anchor = (
         np.zeros_like(shape) if len(anchor) == 0 else np.asarray(anchor, dtype=np.float64).ravel()

@@ -1,0 +1,221 @@
+"""Resize operators: fn.resize, fn.random_resized_crop, fn.resize_crop_mirror (CPU, per sample).
+
+The pixel work is in :mod:`resize_kernels` and :mod:`crop_resize_kernels`; these classes
+declare DALI's arguments. Every numeric argument may be a per-sample DataNode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import OpNode
+from chute.graph.schema import REQUIRED, Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import ArgView, Operator
+from chute.ops.geometry import crop_resize_kernels, resize_kernels
+from chute.ops.geometry._op_common import DTYPE, check_image, interp_arg
+
+__all__ = ["RandomResizedCrop", "Resize", "ResizeCropMirror"]
+
+_SIZE_WAYS = ("resize_x", "resize_y", "size", "resize_shorter", "resize_longer")
+
+_SIZE_ARGS = (
+    Arg(
+        "resize_x", "float", None, "Output width; the height follows the aspect ratio if not given."
+    ),
+    Arg(
+        "resize_y", "float", None, "Output height; the width follows the aspect ratio if not given."
+    ),
+    Arg("size", "float_list", None, "Output size (H, W); 0 leaves an extent to the mode."),
+    Arg("resize_shorter", "float", None, "Length of the shorter side; keeps the aspect ratio."),
+    Arg("resize_longer", "float", None, "Length of the longer side; keeps the aspect ratio."),
+    Arg(
+        "mode",
+        "str",
+        None,
+        "default | stretch | not_smaller | not_larger (see DALI's fn.resize).",
+        per_sample=False,
+        choices=("default", "stretch", "not_smaller", "not_larger"),
+    ),
+    Arg(
+        "max_size", "float_list", None, "Limit of the output size (H, W) or both.", per_sample=False
+    ),
+    Arg(
+        "subpixel_scale",
+        "bool",
+        True,
+        "Keep the exact scale when the output size is rounded (adjusts the region).",
+        per_sample=False,
+    ),
+)
+
+_FILTER_ARGS = (
+    interp_arg(),
+    Arg("min_filter", "str", None, "Filter when downscaling (default: interp_type)."),
+    Arg("mag_filter", "str", None, "Filter when upscaling (default: interp_type)."),
+    Arg(
+        "antialias",
+        "bool",
+        True,
+        "Widen the filter when downscaling (Pillow-equal for linear, cubic, lanczos3).",
+        per_sample=False,
+    ),
+    DTYPE,
+    Arg("minibatch_size", "int", 32, "Accepted for DALI compatibility; unused.", per_sample=False),
+    Arg("temp_buffer_hint", "int", 0, "Accepted for DALI compatibility; unused.", per_sample=False),
+)
+
+
+def _size_kwargs(args: ArgView) -> dict[str, Any]:
+    out = {name: args[name] for name in _SIZE_WAYS if args.given(name)}
+    out.update(mode=args["mode"], max_size=args["max_size"], subpixel_scale=args["subpixel_scale"])
+    return out
+
+
+def _filter_kwargs(args: ArgView) -> dict[str, Any]:
+    return {
+        "interp_type": args["interp_type"],
+        "min_filter": args["min_filter"],
+        "mag_filter": args["mag_filter"],
+        "antialias": args["antialias"],
+        "dtype": args["dtype"],
+    }
+
+
+def _check_size_ways(name: str, args: dict, arg_inputs: dict) -> None:
+    given = {*args, *arg_inputs}
+    ways = bool({"resize_x", "resize_y"} & given) + sum(
+        w in given for w in ("size", "resize_shorter", "resize_longer")
+    )
+    if ways != 1:
+        raise ValueError(
+            f"{name}: give exactly one of resize_x/resize_y, size, resize_shorter, resize_longer"
+        )
+    if "mode" in given and ({"resize_shorter", "resize_longer"} & given):
+        raise ValueError(f"{name}: 'mode' cannot be combined with resize_shorter/resize_longer")
+
+
+class _ResizeBase(Operator):
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        spec = inputs[0]
+        check_image(self.schema.display_name, spec)
+        dtype = node.arg("dtype")
+        return [spec.with_(dtype=dtype) if dtype is not None else spec]
+
+
+class Resize(_ResizeBase):
+    """Resizes images, with DALI's size rules, regions of interest and resampling filters.
+
+    Downscaling with ``antialias`` (the default) equals Pillow's antialiased resize; a
+    region (``roi_start``/``roi_end``, (y, x)) is resampled with sub-pixel accuracy, and a
+    reversed region or a negative size flips.
+    """
+
+    schema = Schema(
+        name="resize",
+        inputs=("input",),
+        args=(
+            *_SIZE_ARGS,
+            Arg("roi_start", "float_list", None, "Start (y, x) of the input region."),
+            Arg("roi_end", "float_list", None, "End (y, x) of the input region."),
+            Arg(
+                "roi_relative",
+                "bool",
+                False,
+                "Region in fractions of the input size.",
+                per_sample=False,
+            ),
+            *_FILTER_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        _check_size_ways(self.schema.display_name, args, arg_inputs)
+        if ("roi_start" in args or "roi_start" in arg_inputs) != (
+            "roi_end" in args or "roi_end" in arg_inputs
+        ):
+            raise ValueError("fn.resize: roi_start and roi_end must be given together")
+
+    def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
+        return resize_kernels.resize(
+            inputs[0],
+            **_size_kwargs(args),
+            roi_start=args["roi_start"],
+            roi_end=args["roi_end"],
+            roi_relative=args["roi_relative"],
+            **_filter_kwargs(args),
+        )
+
+
+class ResizeCropMirror(_ResizeBase):
+    """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
+
+    schema = Schema(
+        name="resize_crop_mirror",
+        inputs=("input",),
+        args=(
+            *_SIZE_ARGS,
+            Arg("crop", "float_list", None, "Crop size (H, W) in the resized image."),
+            Arg("crop_h", "float", None, "Crop height."),
+            Arg("crop_w", "float", None, "Crop width."),
+            Arg("crop_pos_x", "float", 0.5, "Horizontal crop anchor in [0, 1]."),
+            Arg("crop_pos_y", "float", 0.5, "Vertical crop anchor in [0, 1]."),
+            Arg("mirror", "int", 0, "Flip the result horizontally when nonzero."),
+            *_FILTER_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        _check_size_ways(self.schema.display_name, args, arg_inputs)
+        given = {*args, *arg_inputs}
+        if not ({"crop", "crop_h", "crop_w"} & given):
+            raise ValueError("fn.resize_crop_mirror: give 'crop' or 'crop_h'/'crop_w'")
+
+    def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
+        return crop_resize_kernels.resize_crop_mirror(
+            inputs[0],
+            crop=args["crop"],
+            crop_h=args["crop_h"],
+            crop_w=args["crop_w"],
+            crop_pos_x=args["crop_pos_x"],
+            crop_pos_y=args["crop_pos_y"],
+            mirror=args["mirror"],
+            **_size_kwargs(args),
+            **_filter_kwargs(args),
+        )
+
+
+class RandomResizedCrop(_ResizeBase):
+    """Crops a random window (area fraction ~ U(random_area), log-uniform aspect ratio) and
+    resizes it to ``size``, reading the window straight from the input in one pass."""
+
+    schema = Schema(
+        name="random_resized_crop",
+        inputs=("input",),
+        args=(
+            Arg("size", "float_list", REQUIRED, "Output size (H, W), or one value for both."),
+            Arg("random_area", "float_pair", (0.08, 1.0), "Range of the window's area fraction."),
+            Arg("random_aspect_ratio", "float_pair", (3 / 4, 4 / 3), "Range of width / height."),
+            Arg(
+                "num_attempts",
+                "int",
+                10,
+                "Draws before falling back to a centre crop.",
+                per_sample=False,
+            ),
+            *_FILTER_ARGS,
+        ),
+    )
+
+    def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
+        return crop_resize_kernels.random_resized_crop(
+            inputs[0],
+            args["size"],
+            ctx.rng,
+            random_area=args["random_area"],
+            random_aspect_ratio=args["random_aspect_ratio"],
+            num_attempts=args["num_attempts"],
+            **_filter_kwargs(args),
+        )
