@@ -7,7 +7,7 @@ Each function has its operator's real signature and docstring
 
 from __future__ import annotations
 
-from chute.fn import decoders, io, math, random, readers
+from chute.fn import decoders, io, math, random, readers, transforms
 from chute.ops._base import make_fn
 from chute.ops.color.color_ops import (
     Brightness,
@@ -22,6 +22,10 @@ from chute.ops.color.color_ops import (
 )
 from chute.ops.decoders import PeekImageShape
 from chute.ops.external_source import ExternalSource
+from chute.ops.geometry.crop_ops import Crop, Erase, Flip, Pad, Paste, Slice
+from chute.ops.geometry.resize_ops import RandomResizedCrop, Resize, ResizeCropMirror
+from chute.ops.geometry.transform_ops import CoordFlip, CoordTransform
+from chute.ops.geometry.warp_ops import Jitter, Rotate, Sphere, WarpAffine, Water
 from chute.ops.io import GetProperty
 from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
 from chute.ops.python import PythonFunction
@@ -35,27 +39,44 @@ __all__ = [
     "color_space_conversion",
     "color_twist",
     "contrast",
+    "coord_flip",
+    "coord_transform",
     "copy",
+    "crop",
     "crop_mirror_normalize",
     "decoders",
+    "erase",
     "external_source",
+    "flip",
     "get_property",
     "io",
     "gaussian_blur",
     "hsv",
     "hue",
+    "jitter",
     "lookup_table",
     "math",
     "normalize",
+    "pad",
+    "paste",
     "peek_image_shape",
     "python_function",
     "random",
+    "random_resized_crop",
     "readers",
     "reshape",
+    "resize",
+    "resize_crop_mirror",
+    "rotate",
     "saturation",
     "shapes",
+    "slice",
+    "sphere",
     "stack",
+    "transforms",
     "transpose",
+    "warp_affine",
+    "water",
 ]
 
 external_source = make_fn(ExternalSource)
@@ -81,3 +102,19 @@ lookup_table = make_fn(LookupTable)
 normalize = make_fn(Normalize)
 saturation = make_fn(Saturation)
 peek_image_shape = make_fn(PeekImageShape)
+coord_flip = make_fn(CoordFlip)
+coord_transform = make_fn(CoordTransform)
+crop = make_fn(Crop)
+erase = make_fn(Erase)
+flip = make_fn(Flip)
+jitter = make_fn(Jitter)
+pad = make_fn(Pad)
+paste = make_fn(Paste)
+random_resized_crop = make_fn(RandomResizedCrop)
+resize = make_fn(Resize)
+resize_crop_mirror = make_fn(ResizeCropMirror)
+rotate = make_fn(Rotate)
+slice = make_fn(Slice)
+sphere = make_fn(Sphere)
+warp_affine = make_fn(WarpAffine)
+water = make_fn(Water)

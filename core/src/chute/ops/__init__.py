@@ -21,6 +21,11 @@ from chute.ops.color.color_ops import (
 )
 from chute.ops.decoders import PeekImageShape
 from chute.ops.external_source import ExternalSource
+from chute.ops.geometry import transform_ops as transforms
+from chute.ops.geometry.crop_ops import Crop, Erase, Flip, Pad, Paste, Slice
+from chute.ops.geometry.resize_ops import RandomResizedCrop, Resize, ResizeCropMirror
+from chute.ops.geometry.transform_ops import CoordFlip, CoordTransform
+from chute.ops.geometry.warp_ops import Jitter, Rotate, Sphere, WarpAffine, Water
 from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
 from chute.ops.python import PythonFunction
 from chute.ops.random import Choice, CoinFlip, Normal, Uniform
@@ -36,24 +41,41 @@ __all__ = [
     "ColorSpaceConversion",
     "ColorTwist",
     "Contrast",
+    "CoordFlip",
+    "CoordTransform",
     "Copy",
+    "Crop",
     "CropMirrorNormalize",
+    "Erase",
     "ExternalSource",
+    "Flip",
     "GaussianBlur",
     "Hsv",
     "Hue",
+    "Jitter",
     "LookupTable",
     "Normal",
     "Normalize",
+    "Pad",
+    "Paste",
     "PeekImageShape",
     "PythonFunction",
+    "RandomResizedCrop",
     "Reshape",
+    "Resize",
+    "ResizeCropMirror",
+    "Rotate",
     "Saturation",
     "Shapes",
+    "Slice",
+    "Sphere",
     "Stack",
     "Transpose",
     "Uniform",
+    "WarpAffine",
+    "Water",
     "decoders",
     "random",
     "readers",
+    "transforms",
 ]
