@@ -89,6 +89,12 @@ class Pipeline:
         self.py_num_workers = py_num_workers
         self.py_start_method = py_start_method
         self.on_error = getattr(on_error, "value", on_error)
+        if self.on_error not in ("raise", "skip", "warn"):
+            raise ValueError(
+                f"Pipeline: on_error must be 'raise', 'skip' or 'warn', got {on_error!r}"
+            )
+        if not 0.0 <= max_error_ratio <= 1.0:
+            raise ValueError(f"Pipeline: max_error_ratio must be in [0, 1], got {max_error_ratio}")
         self.max_error_ratio = max_error_ratio
         self._graph = Graph()
         self._outputs: list[DataNode] | None = None
@@ -231,6 +237,10 @@ class Pipeline:
                 return node
         names = [n.name for n in self._graph.nodes]
         raise KeyError(f"no operator named {key!r} in this pipeline; names: {', '.join(names)}")
+
+    def errors(self) -> list[dict[str, Any]]:
+        """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch."""
+        return list(self._executor.errors) if self._built else []
 
     # ---- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

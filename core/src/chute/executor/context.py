@@ -20,8 +20,9 @@ def random_generator(seed: int, node_id: int, epoch: int, iteration: int, sample
     return np.random.Generator(bits)
 
 
-def sample_generator(seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int,
-                     meta: dict | None) -> np.random.Generator:
+def sample_generator(
+    seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
+) -> np.random.Generator:
     """The generator of one sample: by its reader key when it has one, else by position."""
     key = meta.get("sample_key") if meta else None
     if key is not None:

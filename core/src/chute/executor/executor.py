@@ -9,6 +9,7 @@ epoch, iteration, sample).
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from chute.executor.workers import WorkerPool
 from chute.graph.node import DataNode, OpNode
 from chute.ops._base import ArgView
 from chute.tensors.cpu import TensorListCPU
+
+logger = logging.getLogger("chute")
 
 
 class EndOfEpoch:
@@ -80,6 +83,10 @@ class Executor:
         self.seed = pipeline.seed
         self.pool = WorkerPool(pipeline.num_threads)
         self.pipelined = pipeline.exec_pipelined
+        self.on_error = pipeline.on_error
+        self.max_error_ratio = pipeline.max_error_ratio
+        self.errors: list[dict] = []
+        self.samples_seen = 0
         self.depth = max(1, pipeline.prefetch_queue_depth)
         self.sources = {n.id: n.op.open(n, pipeline) for n in plan.sources}
         self.node_state = {n.id: n.op.setup(n) for s in plan.steps for n in s.nodes}
@@ -151,6 +158,7 @@ class Executor:
     # ---- compute stage ---------------------------------------------------------------------
     def compute(self, batch: SourceBatch) -> list[Any]:
         values = dict(batch.values)
+        self.samples_seen += sum(1 for m in batch.meta if m.get("real", True))
         for step in self.plan.steps:
             if step.kind == "segment":
                 self._run_segment(step, values, batch)
@@ -186,25 +194,21 @@ class Executor:
             for node in nodes
         ]
         current = [None] * n
+        bad: dict[int, tuple[str, BaseException | str]] = {}
 
         def work(i: int) -> None:
+            if batch.meta[i].get("error"):
+                bad[i] = batch.meta[i]["error"]
+                return
             for node, ins, arg_ins, outs, seed, state, maskable in plans:
                 current[i] = node
-                sample_args = {k: v[i] for k, v in arg_ins.items()}
-                args = ArgView(node.schema, node.args, sample_args)
-                inputs = tuple(v[i] for v in ins)
-                if maskable and not args["mask"]:
-                    result: Any = inputs[0]
-                else:
-                    ctx = SampleContext(
-                        node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i]
-                    )
-                    result = node.op.run_sample(inputs, args, ctx)
-                if len(outs) == 1:
-                    outs[0][i] = result
-                else:
-                    for o, r in zip(outs, result):
-                        o[i] = r
+                try:
+                    self._run_sample(node, ins, arg_ins, outs, seed, state, maskable, batch, i)
+                except Exception as exc:
+                    if (node.args.get("on_error") or self.on_error) == "raise":
+                        raise
+                    bad[i] = (node.label, exc)
+                    return
 
         failures = self.pool.run(work, n)
         if failures:
@@ -213,6 +217,88 @@ class Executor:
                 raise exc
             info = batch.meta[i].get("source_info") if i < len(batch.meta) else None
             raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
+        if bad:
+            self._replace_bad_samples(batch, values, bad)
+
+    def _run_sample(self, node, ins, arg_ins, outs, seed, state, maskable, batch, i) -> None:
+        """Run one node on sample ``i`` and store its outputs."""
+        args = ArgView(node.schema, node.args, {k: v[i] for k, v in arg_ins.items()})
+        inputs = tuple(v[i] for v in ins)
+        if maskable and not args["mask"]:
+            result: Any = inputs[0]
+        else:
+            ctx = SampleContext(node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i])
+            result = node.op.run_sample(inputs, args, ctx)
+        if len(outs) == 1:
+            outs[0][i] = result
+        else:
+            for o, r in zip(outs, result):
+                o[i] = r
+
+    def _replace_bad_samples(self, batch: SourceBatch, values: dict, bad: dict) -> None:
+        """on_error skip/warn: fill each failed slot with the next good sample, marked not real.
+
+        Real samples are then moved to the front so that ``real`` counts a prefix.
+        """
+        n = batch.size
+        good = [i for i in range(n) if i not in bad]
+        for i, (operator, reason) in sorted(bad.items()):
+            meta = batch.meta[i]
+            if meta.get("real", True):
+                entry = {
+                    "path": meta.get("source_info"),
+                    "index": meta.get("index", i),
+                    "operator": operator,
+                    "reason": f"{type(reason).__name__}: {reason}"
+                    if isinstance(reason, BaseException)
+                    else str(reason),
+                    "epoch": meta.get("epoch", batch.epoch),
+                    "iteration": batch.iteration,
+                }
+                self.errors.append(entry)
+                if self.on_error == "warn":
+                    logger.warning(
+                        "skipped %s in %s: %s",
+                        entry["path"] or f"sample {i}",
+                        operator,
+                        entry["reason"],
+                    )
+        if not good:
+            operator, reason = bad[min(bad)]
+            raise OperatorError(
+                self._node_by_label(operator),
+                None,
+                batch.iteration,
+                RuntimeError(f"every sample of the batch failed; the first: {reason}"),
+            )
+        lists = [v for v in values.values() if isinstance(v, list) and len(v) == n]
+        for i in sorted(bad):
+            j = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
+            for v in lists:
+                v[i] = v[j]
+            batch.meta[i] = {
+                **batch.meta[j],
+                "real": False,
+                "replaces": batch.meta[i].get("source_info"),
+            }
+        order = sorted(range(n), key=lambda k: not batch.meta[k].get("real", True))
+        if order != list(range(n)):
+            for v in lists:
+                v[:] = [v[k] for k in order]
+            batch.meta[:] = [batch.meta[k] for k in order]
+        self._check_error_ratio()
+
+    def _check_error_ratio(self) -> None:
+        seen = max(self.samples_seen, 1)
+        if len(self.errors) / seen > self.max_error_ratio:
+            last = self.errors[-1]
+            raise RuntimeError(
+                f"{len(self.errors)} of {seen} samples failed, more than max_error_ratio="
+                f"{self.max_error_ratio}; the last: {last['path']} in {last['operator']}: {last['reason']}"
+            )
+
+    def _node_by_label(self, label: str) -> OpNode:
+        return next((n for n in self.plan.nodes if n.label == label), self.plan.nodes[0])
 
     def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch) -> None:
         inputs = [values[(d.producer.id, d.index)] for d in node.inputs]

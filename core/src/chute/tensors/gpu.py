@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,12 +40,18 @@ class TensorListGPU:
                 self._ready.record(stream)
 
     @classmethod
-    def from_host(cls, batch: Any, node: Any = None, stream: Any = None, device_id: int = 0) -> TensorListGPU:
+    def from_host(
+        cls, batch: Any, node: Any = None, stream: Any = None, device_id: int = 0
+    ) -> TensorListGPU:
         """Upload a host batch (a TensorListCPU or a list of arrays) on ``stream``."""
         cp = cupy_module()
-        samples = list(batch) if not isinstance(batch, TensorListCPU) else [batch.at(i) for i in range(len(batch))]
+        samples = (
+            list(batch)
+            if not isinstance(batch, TensorListCPU)
+            else [batch.at(i) for i in range(len(batch))]
+        )
         layout = batch.layout() if isinstance(batch, TensorListCPU) else ""
-        with cp.cuda.Device(device_id), (stream or cp.cuda.Stream.null):
+        with cp.cuda.Device(device_id), stream or cp.cuda.Stream.null:
             shapes = {s.shape for s in samples}
             if samples and len(shapes) == 1:
                 host = np.ascontiguousarray(np.stack(samples))
@@ -104,7 +110,7 @@ class TensorListGPU:
                     f"the batch is ragged, samples have different shapes ({self.shape()[:6]}); "
                     "use at(i) per sample or pad them"
                 )
-            with self._cp.cuda.Device(self.device_id), (self.stream or self._cp.cuda.Stream.null):
+            with self._cp.cuda.Device(self.device_id), self.stream or self._cp.cuda.Stream.null:
                 self._dense = self._cp.stack(self._samples)
                 self._samples = None
         return self._dense
@@ -145,8 +151,11 @@ class TensorListGPU:
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
         self._order_before(stream)
         arr = self.as_array()
-        return arr.__dlpack__(stream=-1) if max_version is None else arr.__dlpack__(
-            stream=-1, max_version=max_version)
+        return (
+            arr.__dlpack__(stream=-1)
+            if max_version is None
+            else arr.__dlpack__(stream=-1, max_version=max_version)
+        )
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (2, self.device_id)  # kDLCUDA

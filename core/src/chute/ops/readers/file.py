@@ -17,19 +17,67 @@ from chute.ops.readers.sharding import EpochPlan
 from chute.types import LastBatchPolicy
 
 IMAGE_FILTERS = (
-    "*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm", "*.pbm",
-    "*.webp", "*.gif", "*.jp2", "*.j2k",
+    "*.jpg",
+    "*.jpeg",
+    "*.png",
+    "*.bmp",
+    "*.tif",
+    "*.tiff",
+    "*.pnm",
+    "*.ppm",
+    "*.pgm",
+    "*.pbm",
+    "*.webp",
+    "*.gif",
+    "*.jp2",
+    "*.j2k",
 )
 
 READER_ARGS = (
-    Arg("random_shuffle", "bool", False, "Shuffle the whole dataset every epoch (one permutation shared by all shards).", per_sample=False),
-    Arg("initial_fill", "int", 1024, "Shuffle buffer of streaming sources (unused: files are indexed).", per_sample=False),
+    Arg(
+        "random_shuffle",
+        "bool",
+        False,
+        "Shuffle the whole dataset every epoch (one permutation shared by all shards).",
+        per_sample=False,
+    ),
+    Arg(
+        "initial_fill",
+        "int",
+        1024,
+        "Shuffle buffer of streaming sources (unused: files are indexed).",
+        per_sample=False,
+    ),
     Arg("shard_id", "int", 0, "Which shard this pipeline reads.", per_sample=False),
     Arg("num_shards", "int", 1, "Number of shards the dataset is split into.", per_sample=False),
-    Arg("stick_to_shard", "bool", False, "Keep the same shard every epoch (else shards rotate when not shuffling).", per_sample=False),
-    Arg("pad_last_batch", "bool", False, "Fill the last batch of a shard by repeating its last sample.", per_sample=False),
-    Arg("read_ahead", "bool", False, "Accepted for DALI compatibility: reading always runs ahead.", per_sample=False),
-    Arg("dont_use_mmap", "bool", False, "Accepted for DALI compatibility: files are read, not mapped.", per_sample=False),
+    Arg(
+        "stick_to_shard",
+        "bool",
+        False,
+        "Keep the same shard every epoch (else shards rotate when not shuffling).",
+        per_sample=False,
+    ),
+    Arg(
+        "pad_last_batch",
+        "bool",
+        False,
+        "Fill the last batch of a shard by repeating its last sample.",
+        per_sample=False,
+    ),
+    Arg(
+        "read_ahead",
+        "bool",
+        False,
+        "Accepted for DALI compatibility: reading always runs ahead.",
+        per_sample=False,
+    ),
+    Arg(
+        "dont_use_mmap",
+        "bool",
+        False,
+        "Accepted for DALI compatibility: files are read, not mapped.",
+        per_sample=False,
+    ),
     Arg("lazy_init", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
     Arg("prefetch_queue_depth", "int", 1, "Accepted for DALI compatibility.", per_sample=False),
     Arg("skip_cached_images", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
@@ -54,12 +102,36 @@ class FileReader(Operator):
         name="readers.file",
         num_outputs=2,
         args=(
-            Arg("file_root", "str", None, "Folder of class subfolders (or base of file_list paths).", per_sample=False),
+            Arg(
+                "file_root",
+                "str",
+                None,
+                "Folder of class subfolders (or base of file_list paths).",
+                per_sample=False,
+            ),
             Arg("file_list", "str", None, 'Text file of "path label" lines.', per_sample=False),
             Arg("files", "str_list", None, "File paths.", per_sample=False),
-            Arg("labels", "int_list", None, "Labels of `files` (default: 0, 1, 2, ...).", per_sample=False),
-            Arg("file_filters", "str_list", IMAGE_FILTERS, "Glob patterns of files to take from file_root.", per_sample=False),
-            Arg("case_sensitive_filter", "bool", False, "Match file_filters case-sensitively.", per_sample=False),
+            Arg(
+                "labels",
+                "int_list",
+                None,
+                "Labels of `files` (default: 0, 1, 2, ...).",
+                per_sample=False,
+            ),
+            Arg(
+                "file_filters",
+                "str_list",
+                IMAGE_FILTERS,
+                "Glob patterns of files to take from file_root.",
+                per_sample=False,
+            ),
+            Arg(
+                "case_sensitive_filter",
+                "bool",
+                False,
+                "Match file_filters case-sensitively.",
+                per_sample=False,
+            ),
             *READER_ARGS,
         ),
     )
@@ -80,7 +152,8 @@ class FileReader(Operator):
 
     def open(self, node: OpNode, pipeline: Any) -> FileSource:
         files, labels = list_files(node)
-        return FileSource(node, files, labels, pipeline.batch_size)
+        on_error = node.args.get("on_error") or pipeline.on_error
+        return FileSource(node, files, labels, pipeline.batch_size, on_error)
 
 
 def check_shard_args(op_name: str, args: dict[str, Any]) -> None:
@@ -90,7 +163,9 @@ def check_shard_args(op_name: str, args: dict[str, Any]) -> None:
     if num_shards < 1:
         raise ValueError(f"{op_name}: argument 'num_shards' must be >= 1, got {num_shards}")
     if not 0 <= shard_id < num_shards:
-        raise ValueError(f"{op_name}: argument 'shard_id' must be in [0, {num_shards}), got {shard_id}")
+        raise ValueError(
+            f"{op_name}: argument 'shard_id' must be in [0, {num_shards}), got {shard_id}"
+        )
 
 
 def list_files(node: OpNode) -> tuple[list[str], list[int]]:
@@ -103,9 +178,13 @@ def list_files(node: OpNode) -> tuple[list[str], list[int]]:
     elif node.arg("file_list") is not None:
         files, labels = _read_file_list(node.arg("file_list"), root, label)
     else:
-        files, labels = _scan_root(root, node.arg("file_filters"), node.arg("case_sensitive_filter"), label)
+        files, labels = _scan_root(
+            root, node.arg("file_filters"), node.arg("case_sensitive_filter"), label
+        )
     if not files:
-        raise ValueError(f"{label}: no files found (file_root={root!r}, filters {node.arg('file_filters')})")
+        raise ValueError(
+            f"{label}: no files found (file_root={root!r}, filters {node.arg('file_filters')})"
+        )
     return files, labels
 
 
@@ -133,7 +212,9 @@ def _read_file_list(path: str, root: str | None, label: str) -> tuple[list[str],
     return files, labels
 
 
-def _scan_root(root: str, filters: tuple, case_sensitive: bool, label: str) -> tuple[list[str], list[int]]:
+def _scan_root(
+    root: str, filters: tuple, case_sensitive: bool, label: str
+) -> tuple[list[str], list[int]]:
     if not os.path.isdir(root):
         raise ValueError(f"{label}: file_root {root!r} is not a folder")
     classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
@@ -153,8 +234,16 @@ def _scan_root(root: str, filters: tuple, case_sensitive: bool, label: str) -> t
 class FileSource:
     """The running file reader: position (epoch, batch) and the epoch plan."""
 
-    def __init__(self, node: OpNode, files: list[str], labels: list[int], batch_size: int):
+    def __init__(
+        self,
+        node: OpNode,
+        files: list[str],
+        labels: list[int],
+        batch_size: int,
+        on_error: str = "raise",
+    ):
         self.node = node
+        self.on_error = on_error
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         seed = node.args.get("seed")
@@ -188,16 +277,26 @@ class FileSource:
         last = self.batch_index + 1 >= self.plan.batches_per_epoch
         for slot in slots:
             path = self.files[slot.index]
-            data.append(self.read(path))
+            error = None
+            try:
+                data.append(self.read(path))
+            except OSError as exc:
+                if self.on_error == "raise":
+                    raise
+                data.append(np.zeros(0, np.uint8))
+                error = (self.node.label, exc)
             labels.append(self.labels[slot.index : slot.index + 1].copy())
-            meta.append({
-                "source_info": path,
-                "index": slot.index,
-                "real": slot.real,
-                "epoch": self.epoch,
-                "sample_key": (slot.index, self.epoch),
-                "epoch_end": last,
-            })
+            meta.append(
+                {
+                    "error": error,
+                    "source_info": path,
+                    "index": slot.index,
+                    "real": slot.real,
+                    "epoch": self.epoch,
+                    "sample_key": (slot.index, self.epoch),
+                    "epoch_end": last,
+                }
+            )
         self.batch_index += 1
         if last:
             self.epoch += 1

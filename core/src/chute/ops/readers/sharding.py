@@ -57,7 +57,8 @@ class EpochPlan:
         n, s, b = self.size, self.num_shards, self.batch_size
         if self.policy is LastBatchPolicy.DROP:
             return (n // s) // b
-        return -(-(-(-n // s)) // b)
+        largest_shard = -(-n // s)
+        return -(-largest_shard // b)
 
     def shard_bounds(self, epoch: int) -> tuple[int, int]:
         shard = self.shard_id if self.stick_to_shard else (self.shard_id + epoch) % self.num_shards
@@ -70,8 +71,10 @@ class EpochPlan:
             return self._order_cache[1]
         if self.shuffle:
             rng = np.random.Generator(
-                np.random.Philox(key=np.array([self.seed & ((1 << 64) - 1), 0x5EED], np.uint64),
-                                 counter=np.array([epoch, 0, 0, 0], np.uint64))
+                np.random.Philox(
+                    key=np.array([self.seed & ((1 << 64) - 1), 0x5EED], np.uint64),
+                    counter=np.array([epoch, 0, 0, 0], np.uint64),
+                )
             )
             order = rng.permutation(self.size)
         else:
@@ -98,7 +101,9 @@ class EpochPlan:
 
     def meta(self) -> dict[str, int | bool]:
         """DALI's reader metadata keys."""
-        padded = self.num_shards * -(-self.size // self.num_shards) if self.pad_last_batch else self.size
+        padded = (
+            self.num_shards * -(-self.size // self.num_shards) if self.pad_last_batch else self.size
+        )
         return {
             "epoch_size": self.size,
             "epoch_size_padded": padded,
