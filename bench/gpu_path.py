@@ -114,6 +114,7 @@ def bench_decode(label: str, data, bs, cupy, roi: bool, threads: int = 1, **cfg)
     parsed = [decs[0].parse(b) for b in batches(data, bs)]
     rois = [rrc_windows(p.shapes, rng) if roi else None for p in parsed]
     t_call = [0.0] * threads
+    sources: dict[str, int] = {}
 
     def work(j: int, idx: list[int]) -> int:
         errors = 0
@@ -123,12 +124,15 @@ def bench_decode(label: str, data, bs, cupy, roi: bool, threads: int = 1, **cfg)
             t_call[j] += time.perf_counter() - t0
             streams[j].synchronize()
             errors += sum(e is not None for e in out.errors)
+            for src in out.sources:
+                sources[src] = sources.get(src, 0) + 1
         return errors
 
     work(0, [0])  # warm-up: allocations, HW decoder state
     for j in range(1, threads):
         work(j, [0])
     t_call[:] = [0.0] * threads
+    sources.clear()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as ex:
         errs = sum(
@@ -145,6 +149,7 @@ def bench_decode(label: str, data, bs, cupy, roi: bool, threads: int = 1, **cfg)
         threads=threads,
         errors=errs,
         call_s=round(sum(t_call), 3),
+        sources=sources,
         **cfg,
     )
     for d in decs:
@@ -204,52 +209,127 @@ def make_train_step(cupy, kernel_stream):
 
 
 @guarded
-def bench_train(label: str, data, bs, cupy, depth: int = 2, **cfg):
-    """Full RRC training path, decode of batch i+1.. overlapping the kernel of batch i."""
-    decs = [BatchDecoder(0, **cfg) for _ in range(depth)]
-    dstreams = [cupy.cuda.Stream(non_blocking=True) for _ in range(depth)]
+def bench_train(label: str, data, bs, cupy, decoders: int = 1, ahead: int = 2, **cfg):
+    """Full RRC training path as a pipeline of threads.
+
+    A prep thread parses headers and draws windows/flips; ``decoders`` decode threads
+    (each its own BatchDecoder) keep ``ahead`` batches in flight; the main thread waits
+    for a batch's decode event on its kernel stream and launches the fused kernel, so
+    batch i's kernel overlaps the decoding of the next ones.
+    """
+    decs = [BatchDecoder(0, **cfg) for _ in range(decoders)]
+    dstreams = [cupy.cuda.Stream(non_blocking=True) for _ in range(decoders)]
     kstream = cupy.cuda.Stream(non_blocking=True)
     step = make_train_step(cupy, kstream)
     bl = batches(data, bs)
+    prep_pool = ThreadPoolExecutor(1, thread_name_prefix="prep")
+    dec_pool = ThreadPoolExecutor(decoders, thread_name_prefix="decode")
+    t_dec = [0.0]
 
-    def decode(i: int):
-        j = i % depth
+    def prep(i: int):
         rng = np.random.default_rng((1, i))  # one generator per batch: threads share none
-        p = decs[j].parse(bl[i])  # header parse, random windows and flips: host work
+        p = decs[0].parse(bl[i])
         win = rrc_windows(p.shapes, rng)
-        mirror = rng.random(len(win)) < 0.5
+        return p, win, rng.random(len(win)) < 0.5
+
+    def decode(i: int, prepped):
+        j = i % decoders
+        p, win, mirror = prepped.result()
+        t0 = time.perf_counter()
         out = decs[j].decode(p, win, stream=dstreams[j])
         ev = cupy.cuda.Event(disable_timing=True)
         ev.record(dstreams[j])
+        t_dec[0] += time.perf_counter() - t0
         return out, ev, mirror
 
-    def run(n_batches: int) -> tuple[float, int]:
+    def run(n: int) -> tuple[float, int]:
         errors = 0
-        with ThreadPoolExecutor(depth) as ex:
-            t0 = time.perf_counter()
-            futs = [ex.submit(decode, i) for i in range(min(depth, n_batches))]
-            prev = None
-            for i in range(n_batches):
-                dec, ev, mirror = futs[i].result()
-                if i + depth < n_batches:
-                    futs.append(ex.submit(decode, i + depth))
-                kstream.wait_event(ev)
-                out = step(dec, mirror)
-                done = cupy.cuda.Event(disable_timing=True)
-                done.record(kstream)
-                errors += sum(e is not None for e in dec.errors)
-                if prev is not None:
-                    prev[2].synchronize()  # the consumer has batch i-1; its inputs can go
-                prev = (dec, out, done)
-            kstream.synchronize()
-            return time.perf_counter() - t0, errors
+        t0 = time.perf_counter()
+        preps = [prep_pool.submit(prep, i) for i in range(min(n, ahead + 2))]
+        futs = [dec_pool.submit(decode, i, preps[i]) for i in range(min(n, ahead))]
+        prev = None
+        for i in range(n):
+            if len(preps) < n:
+                preps.append(prep_pool.submit(prep, len(preps)))
+            if len(futs) < n:
+                futs.append(dec_pool.submit(decode, len(futs), preps[len(futs)]))
+            dec, ev, mirror = futs[i].result()
+            kstream.wait_event(ev)
+            out = step(dec, mirror)
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(kstream)
+            errors += sum(e is not None for e in dec.errors)
+            if prev is not None:
+                prev[2].synchronize()  # the consumer has batch i-1; its inputs can go
+            prev = (dec, out, done)
+        kstream.synchronize()
+        return time.perf_counter() - t0, errors
 
-    run(depth)  # warm-up
+    run(ahead + 1)  # warm-up
+    t_dec[0] = 0.0
     dt, errors = run(len(bl))
-    r = record(label, len(data), dt, depth=depth, errors=errors, **cfg)
+    r = record(
+        label,
+        len(data),
+        dt,
+        decoders=decoders,
+        ahead=ahead,
+        errors=errors,
+        decode_busy=round(t_dec[0] / dt / decoders, 2),
+        **cfg,
+    )
     for d in decs:
         d.close()
+    prep_pool.shutdown()
+    dec_pool.shutdown()
     return r
+
+
+@guarded
+def bench_overhead(data, bs, cupy):
+    """Host time per batch of the Python-side steps around nvImageCodec."""
+    from nvidia import nvimgcodec as nv
+
+    dec = BatchDecoder(0, hw_decoder_load=1.0)
+    rng = np.random.default_rng(4)
+    batch = data[:bs]
+    t0 = time.perf_counter()
+    p = dec.parse(batch)
+    t_parse = time.perf_counter() - t0
+    win = rrc_windows(p.shapes, rng)
+    t0 = time.perf_counter()
+    rrc_windows(p.shapes, rng)
+    t_win = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    subs = [
+        cs.get_sub_code_stream(region=nv.Region(int(y), int(x), int(y + h), int(x + w)))
+        for cs, (y, x, h, w) in zip(p.streams, win)
+    ]
+    t_sub = time.perf_counter() - t0
+    decoder = dec._groups["hw"][0]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    images = decoder.decode(subs, cuda_stream=stream.ptr)
+    t0 = time.perf_counter()
+    images = decoder.decode(subs, cuda_stream=stream.ptr)
+    t_call = time.perf_counter() - t0
+    stream.synchronize()
+    t0 = time.perf_counter()
+    with stream:
+        arrs = [cupy.from_dlpack(im) for im in images]
+    t_dl = time.perf_counter() - t0
+    r = {
+        "name": f"host overhead per batch of {bs} (ms)",
+        "parse": t_parse * 1e3,
+        "rrc_windows": t_win * 1e3,
+        "sub_code_streams": t_sub * 1e3,
+        "hw_decode_call": t_call * 1e3,
+        "from_dlpack": t_dl * 1e3,
+    }
+    r = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
+    RESULTS.append(r)
+    print(f"  {r}", flush=True)
+    del arrs
+    dec.close()
 
 
 @guarded
@@ -356,7 +436,7 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=8192)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--json", default="gpu_path.json")
-    ap.add_argument("--sections", default="decode,cpu,hybrid,kernels,train,torchvision")
+    ap.add_argument("--sections", default="decode,hybrid,kernels,train,torchvision")
     a = ap.parse_args()
     import cupy
 
@@ -366,43 +446,71 @@ def main() -> None:
     sizes = np.array([len(b) for b in data])
     print(f"{len(data)} images, mean {sizes.mean() / 1024:.0f} KiB, batch {a.batch}", flush=True)
     bs = a.batch
+    rate = {}
     if "decode" in sections:
-        print("decode only (GPU):", flush=True)
+        bench_overhead(data, bs, cupy)
+        print("decode only, one group at a time (ROI unless noted):", flush=True)
+        bench_decode("hw decoder, full image", data, bs, cupy, False, hw_decoder_load=1.0)
+        r = bench_decode("hw decoder", data, bs, cupy, True, hw_decoder_load=1.0)
+        rate["hw"] = r["img_per_s"] if r else 1.0
         bench_decode(
-            "hw decoder (load 1.0), full image", data, bs, cupy, False, hw_decoder_load=1.0
+            "hw decoder, 4 host threads", data, bs, cupy, True, hw_decoder_load=1.0, num_threads=4
         )
-        bench_decode("hw decoder (load 1.0), ROI", data, bs, cupy, True, hw_decoder_load=1.0)
-        bench_decode(
-            "hw decoder (load 1.0), ROI, 2 decode threads",
-            data,
+        r = bench_decode("CUDA decoder only", small, bs, cupy, True, use_hw_decoder=False)
+        rate["cuda"] = r["img_per_s"] if r else 1.0
+        r = bench_decode(
+            "CPU only, nvImageCodec libjpeg-turbo, 16 threads",
+            small,
             bs,
             cupy,
             True,
-            threads=2,
-            hw_decoder_load=1.0,
+            cpu_share=1.0,
+            cpu_threads=16,
         )
-        for load in (0.9, 0.75):
-            bench_decode(
-                f"hw {load} + CUDA decoder, ROI", data, bs, cupy, True, hw_decoder_load=load
+        rate["cpu_nv"] = r["img_per_s"] if r else 1.0
+        r = bench_decode(
+            "CPU only, OpenCV + pinned upload, 16 threads",
+            small,
+            bs,
+            cupy,
+            True,
+            cpu_share=1.0,
+            cpu_backend="opencv",
+            cpu_threads=16,
+        )
+        rate["cpu_cv"] = r["img_per_s"] if r else 1.0
+    best = {"hw_decoder_load": 1.0}
+    if "hybrid" in sections and rate:
+        print("concurrent groups (shares from the rates above, shrunk for contention):", flush=True)
+        cpu_key = "cpu_nv" if rate["cpu_nv"] >= rate["cpu_cv"] else "cpu_cv"
+        backend = "nvimgcodec" if cpu_key == "cpu_nv" else "opencv"
+        tried = []
+        fractions = (
+            (1.0, 0.0),
+            (0.5, 0.0),
+            (0.0, 1.0),
+            (0.0, 0.5),
+            (0.5, 0.5),
+            (0.3, 0.3),
+            (1.0, 1.0),
+        )
+        for f_cuda, f_cpu in fractions:
+            r_hw, r_cu, r_cp = rate["hw"], rate["cuda"] * f_cuda, rate[cpu_key] * f_cpu
+            cpu_share = round(r_cp / (r_hw + r_cu + r_cp), 2)
+            hw_load = round(r_hw / (r_hw + r_cu), 2)
+            cfg = dict(
+                hw_decoder_load=hw_load,
+                cpu_share=cpu_share,
+                cpu_backend=backend,
+                cpu_threads=12 if cpu_share else 0,
             )
-        bench_decode("CUDA decoder only (no hw), ROI", small, bs, cupy, True, use_hw_decoder=False)
-    if "cpu" in sections:
-        print("decode only (CPU, OpenCV + pinned upload):", flush=True)
-        for k in (8, 16):
-            bench_cpu_decode(small, bs, cupy, k, True)
-    if "hybrid" in sections:
-        print("hybrid: hw decoder + k CPU threads decoding a share:", flush=True)
-        for k, share in ((8, 0.1), (8, 0.2), (12, 0.2), (12, 0.3), (14, 0.25)):
-            bench_decode(
-                f"hybrid hw 1.0 + cpu share {share} on {k} threads, ROI",
-                data,
-                bs,
-                cupy,
-                True,
-                hw_decoder_load=1.0,
-                cpu_share=share,
-                cpu_workers=k,
-            )
+            label = f"hw {hw_load} of GPU part, cpu share {cpu_share} ({backend})"
+            r = bench_decode(label, data, bs, cupy, True, **cfg)
+            if r:
+                tried.append((r["img_per_s"], cfg))
+        if tried:
+            best = max(tried, key=lambda t: t[0])[1]
+        print(f"  best split: {best}", flush=True)
     if "kernels" in sections:
         print("kernels:", flush=True)
         bench_kernels(data, bs, cupy)
@@ -411,19 +519,11 @@ def main() -> None:
             "full ResNet-50 train path (ROI decode + fused RRC/flip/normalize/fp16 NCHW):",
             flush=True,
         )
-        bench_train("train: hw 1.0, depth 2", data, bs, cupy, depth=2, hw_decoder_load=1.0)
-        bench_train("train: hw 1.0, depth 3", data, bs, cupy, depth=3, hw_decoder_load=1.0)
-        for share, k in ((0.2, 8), (0.25, 12)):
-            bench_train(
-                f"train: hw 1.0 + cpu {share} on {k}, depth 2",
-                data,
-                bs,
-                cupy,
-                depth=2,
-                hw_decoder_load=1.0,
-                cpu_share=share,
-                cpu_workers=k,
-            )
+        bench_train(
+            "train: hw decoder only, 1 decode thread", data, bs, cupy, 1, 2, hw_decoder_load=1.0
+        )
+        bench_train("train: best split, 1 decode thread", data, bs, cupy, 1, 2, **best)
+        bench_train("train: best split, 2 decode threads", data, bs, cupy, 2, 3, **best)
     if "torchvision" in sections:
         print("anchor:", flush=True)
         bench_torchvision(small, bs)

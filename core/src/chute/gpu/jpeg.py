@@ -1,13 +1,13 @@
 """Batch image decoding to the GPU with nvImageCodec: hardware JPEG decoder, CUDA, CPU.
 
-:class:`BatchDecoder` hands a whole batch to nvImageCodec, which sends a share
-(``hw_decoder_load``) to the GPU's hardware JPEG engines where present (A100, H100)
-and the rest to nvJPEG's CUDA decoder. Optionally a share of the batch (``cpu_share``)
-is decoded at the same time by ``cpu_workers`` threads with OpenCV (libjpeg-turbo) and
-uploaded from pinned memory, so that the CPU cores add to the GPU's throughput.
-Samples that no GPU backend accepts (PNG, CMYK, corrupt data) are decoded on the CPU
-too; a sample nothing can decode gets ``None`` and its reason in ``errors``, the rest
-of the batch is unaffected.
+:class:`BatchDecoder` splits each batch into groups that decode at the same time, each
+with its own nvImageCodec decoder and thread: the GPU's hardware JPEG engines where
+present (A100, H100; share ``hw_decoder_load``), nvJPEG's CUDA decoder (the rest of the
+GPU share) and, optionally, the CPU (``cpu_share``: libjpeg-turbo inside nvImageCodec or
+OpenCV threads uploading from pinned memory), so that the CPU cores add to the GPU's
+throughput. Samples that no GPU backend accepts (PNG, CMYK, corrupt data) are decoded
+on the CPU too; a sample nothing can decode gets ``None`` and its reason in ``errors``,
+the rest of the batch is unaffected.
 
 Regions of interest (``rois``, ``(y, x, h, w)`` in pixels) are decoded by nvJPEG
 without producing the rest of the image; the CPU path decodes the whole image and
@@ -17,6 +17,7 @@ crops. Output images are HWC ``uint8`` CuPy arrays ordered on the given CUDA str
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,7 +56,7 @@ class DecodedBatch:
     images: list[Any]
     errors: list[str | None]
     windows: np.ndarray
-    sources: list[str]  # "gpu", "cpu" (cpu_share) or "fallback"; "" when failed
+    sources: list[str]  # "hw", "cuda", "cpu" (cpu_share) or "fallback"; "" when failed
     keepalive: list[Any] = field(default_factory=list, repr=False)
 
 
@@ -113,11 +114,15 @@ def decode_cpu(data: Any, roi: Any = None, output_type: str = "RGB") -> np.ndarr
 class BatchDecoder:
     """Decode batches of encoded images to the GPU (see the module docstring).
 
-    ``hw_decoder_load`` is the share of the GPU part that goes to the hardware JPEG
-    decoder (the rest to nvJPEG's CUDA decoder); ``cpu_share`` of each batch goes to
-    ``cpu_workers`` OpenCV threads instead; ``num_threads`` bounds nvImageCodec's own
-    host threads (0: one per core). ``fancy_upsampling`` makes nvJPEG upsample chroma as
-    libjpeg does (closer to Pillow, slower). ``options`` is passed to nvImageCodec.
+    Each batch is split into up to three groups decoded at the same time, each by its
+    own nvImageCodec decoder on its own thread: ``cpu_share`` of the batch on the CPU
+    (``cpu_backend`` "nvimgcodec": libjpeg-turbo inside nvImageCodec, ROI-aware; or
+    "opencv": our threads), then ``hw_decoder_load`` of the rest on the hardware JPEG
+    decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
+    hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
+    threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
+    group. ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
+    slower). ``options`` is passed to nvImageCodec.
     """
 
     def __init__(
@@ -126,35 +131,43 @@ class BatchDecoder:
         *,
         hw_decoder_load: float = 0.9,
         use_hw_decoder: bool = True,
-        use_cuda_decoder: bool = True,
         cpu_share: float = 0.0,
-        cpu_workers: int = 0,
+        cpu_backend: str = "nvimgcodec",
+        cpu_threads: int = 0,
         num_threads: int = 0,
         fancy_upsampling: bool = False,
         options: str = "",
     ) -> None:
         self._cupy = require_gpu("BatchDecoder", codec=True, device_id=device_id)
-        nv = nvimgcodec_module()
+        nv = self._nv = nvimgcodec_module()
         if not 0.0 <= cpu_share <= 1.0 or not 0.0 <= hw_decoder_load <= 1.0:
             raise ValueError("cpu_share and hw_decoder_load must be in [0, 1]")
-        if cpu_share > 0 and cpu_workers <= 0:
-            raise ValueError("cpu_share > 0 needs cpu_workers > 0")
+        if cpu_backend not in ("nvimgcodec", "opencv"):
+            raise ValueError(f"cpu_backend must be 'nvimgcodec' or 'opencv'; got {cpu_backend!r}")
         self.device_id = device_id
         self.cpu_share = cpu_share
-        backends = []
-        if use_hw_decoder:
-            backends.append(nv.Backend(nv.BackendKind.HW_GPU_ONLY, load_hint=hw_decoder_load))
-        if use_cuda_decoder:
-            backends.append(nv.Backend(nv.BackendKind.GPU_ONLY, load_hint=1.0))
-            backends.append(nv.Backend(nv.BackendKind.HYBRID_CPU_GPU, load_hint=1.0))
-        if not backends:
-            raise ValueError("enable at least one of use_hw_decoder, use_cuda_decoder")
+        self.hw_decoder_load = hw_decoder_load if use_hw_decoder else 0.0
+        self.cpu_backend = cpu_backend
         opts = " ".join(
             x for x in (":fancy_upsampling=1" if fancy_upsampling else "", options) if x
         )
-        self._decoder = nv.Decoder(
-            device_id=device_id, max_num_cpu_threads=num_threads, backends=backends, options=opts
-        )
+        kinds = nv.BackendKind
+
+        def make(backend_kinds: list[Any], threads: int) -> Any:
+            backends = [nv.Backend(k, load_hint=1.0) for k in backend_kinds]
+            return nv.Decoder(
+                device_id=device_id, max_num_cpu_threads=threads, backends=backends, options=opts
+            )
+
+        cuda = [kinds.GPU_ONLY, kinds.HYBRID_CPU_GPU]
+        # group name -> (decoder, lock); a decoder object serves one call at a time
+        self._groups: dict[str, tuple[Any, threading.Lock]] = {}
+        if self.hw_decoder_load > 0:
+            self._groups["hw"] = (make([kinds.HW_GPU_ONLY, *cuda], num_threads), threading.Lock())
+        if self.hw_decoder_load < 1:
+            self._groups["cuda"] = (make(cuda, num_threads), threading.Lock())
+        if cpu_share > 0 and cpu_backend == "nvimgcodec":
+            self._groups["cpu"] = (make([kinds.CPU_ONLY], cpu_threads), threading.Lock())
         self._params = {
             "RGB": nv.DecodeParams(
                 color_spec=nv.ColorSpec.SRGB, sample_format=nv.SampleFormat.I_RGB
@@ -166,13 +179,16 @@ class BatchDecoder:
                 color_spec=nv.ColorSpec.GRAY, sample_format=nv.SampleFormat.I_Y
             ),
         }
-        self._nv = nv
-        # the CPU share and the fallback share one pool; fallback alone needs few threads
-        self._pool = ThreadPoolExecutor(max(cpu_workers, 2), thread_name_prefix="chute-jpeg-cpu")
-        self._lock = threading.Lock()
+        workers = (
+            cpu_threads or (os.cpu_count() or 4) if cpu_share > 0 and cpu_backend == "opencv" else 2
+        )
+        # OpenCV share and the per-sample fallback; the group threads only wait on nvImageCodec
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="chute-jpeg-cpu")
+        self._group_pool = ThreadPoolExecutor(3, thread_name_prefix="chute-jpeg-group")
 
     def close(self) -> None:
-        """Release the worker threads (the nvImageCodec decoder goes with the object)."""
+        """Release the worker threads (the nvImageCodec decoders go with the object)."""
+        self._group_pool.shutdown(wait=True)
         self._pool.shutdown(wait=True)
 
     def parse(self, encoded: Sequence[Any]) -> ParsedBatch:
@@ -188,6 +204,12 @@ class BatchDecoder:
                 shapes[i] = _shape_from_pil(data)
             streams.append(cs)
         return ParsedBatch(list(encoded), streams, shapes)
+
+    def split(self, n: int) -> dict[str, int]:
+        """Return how many of ``n`` samples each group (cpu, hw, cuda) decodes."""
+        n_cpu = round(self.cpu_share * n)
+        n_hw = round(self.hw_decoder_load * (n - n_cpu)) if "hw" in self._groups else 0
+        return {"cpu": n_cpu, "hw": n_hw, "cuda": n - n_cpu - n_hw}
 
     def decode(
         self,
@@ -220,17 +242,38 @@ class BatchDecoder:
                     ry, rx, rh, rw = (float(v) for v in roi)
                     result.windows[i] = (ry - region[0], rx - region[1], rh, rw)
 
-            todo = [i for i in range(n) if result.errors[i] is None]
-            n_cpu = round(self.cpu_share * len(todo))
-            cpu_idx = todo[len(todo) - n_cpu :] if n_cpu else []
-            gpu_idx = [i for i in todo[: len(todo) - n_cpu] if parsed.streams[i] is not None]
-            fallback = [i for i in todo[: len(todo) - n_cpu] if parsed.streams[i] is None]
-            futures = {
-                i: self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream)
-                for i in cpu_idx
-            }
-
-            fallback += self._decode_gpu(parsed, gpu_idx, regions, out_type, stream, result)
+            todo = [
+                i for i in range(n) if result.errors[i] is None and parsed.streams[i] is not None
+            ]
+            fallback = [
+                i for i in range(n) if result.errors[i] is None and parsed.streams[i] is None
+            ]
+            counts = self.split(len(todo))
+            groups = {"cpu": todo[: counts["cpu"]]}
+            groups["hw"] = todo[counts["cpu"] : counts["cpu"] + counts["hw"]]
+            groups["cuda"] = todo[counts["cpu"] + counts["hw"] :]
+            futures: dict[int, Future] = {}
+            if self.cpu_backend == "opencv":
+                for i in groups.pop("cpu"):
+                    futures[i] = self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream)
+            jobs = [
+                (
+                    name,
+                    self._group_pool.submit(
+                        self._decode_group, name, parsed, idx, regions, out_type, stream
+                    ),
+                )
+                for name, idx in groups.items()
+                if idx
+            ]
+            for name, job in jobs:
+                for i, img in job.result():
+                    if img is None:
+                        fallback.append(i)
+                        continue
+                    arr = cupy.from_dlpack(img) if not isinstance(img, cupy.ndarray) else img
+                    result.images[i] = arr if arr.ndim == 3 else arr[..., None]
+                    result.sources[i] = name
             futures.update(
                 {
                     i: self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream)
@@ -252,47 +295,35 @@ class BatchDecoder:
                     result.windows[i] = (0, 0, img.shape[0], img.shape[1])
         return result
 
-    def _decode_gpu(
+    def _decode_group(
         self,
+        name: str,
         parsed: ParsedBatch,
         idx: list[int],
         regions: list[Any],
         out_type: str,
         stream: Any,
-        result: DecodedBatch,
-    ) -> list[int]:
-        """Decode samples ``idx`` with nvImageCodec into ``result``; return the rejected ones."""
-        if not idx:
-            return []
-        nv, cupy = self._nv, self._cupy
+    ) -> list[tuple[int, Any]]:
+        """Decode samples ``idx`` with the group's nvImageCodec decoder; None where rejected."""
+        nv = self._nv
+        decoder, lock = self._groups[name]
         srcs = []
         for i in idx:
             cs, region = parsed.streams[i], regions[i]
             srcs.append(cs if region is None else cs.get_sub_code_stream(region=nv.Region(*region)))
         params = self._params[out_type]
-        with self._lock:
+        with lock:
             try:
-                images = self._decoder.decode(srcs, params=params, cuda_stream=stream.ptr)
+                images = decoder.decode(srcs, params=params, cuda_stream=stream.ptr)
             except Exception:
                 # one bad stream can fail the whole call: retry one by one to isolate it
                 images = []
                 for src in srcs:
                     try:
-                        images.append(
-                            self._decoder.decode(src, params=params, cuda_stream=stream.ptr)
-                        )
+                        images.append(decoder.decode(src, params=params, cuda_stream=stream.ptr))
                     except Exception:
                         images.append(None)
-        rejected = []
-        with stream:
-            for i, img in zip(idx, images):
-                if img is None:
-                    rejected.append(i)
-                    continue
-                arr = cupy.from_dlpack(img)
-                result.images[i] = arr if arr.ndim == 3 else arr[..., None]
-                result.sources[i] = "gpu"
-        return rejected
+        return list(zip(idx, images))
 
     def _submit_cpu(self, data: Any, region: Any, out_type: str, stream: Any) -> Future:
         roi = (
