@@ -298,3 +298,30 @@ def test_pipeline_garbage_collected_stops_threads():
     del p
     gc.collect()
     assert threading.active_count() <= before
+
+
+def test_with_block_on_built_pipeline_closes_it():
+    before = threading.active_count()
+    p = _random_pipe(num_threads=3)
+    p.build()
+    with p:
+        p.run()
+    assert threading.active_count() <= before
+    with pytest.raises(RuntimeError, match="closed"):
+        p.run()
+
+
+def test_keyboard_interrupt_in_source_surfaces_and_closes():
+    def source():
+        raise KeyboardInterrupt
+
+    @pipeline_def(batch_size=2, num_threads=2, seed=0)
+    def pipe():
+        return fn.external_source(source=source)
+
+    before = threading.active_count()
+    p = pipe()
+    with pytest.raises(KeyboardInterrupt):
+        p.run()
+    p.close()
+    assert threading.active_count() <= before

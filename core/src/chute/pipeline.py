@@ -138,11 +138,18 @@ class Pipeline:
 
     # ---- defining ------------------------------------------------------------------------
     def __enter__(self) -> Pipeline:
-        trace.push(self)
+        """Define the graph in this block (DALI); on a built pipeline, close it at the end."""
+        self._closing_stack = getattr(self, "_closing_stack", [])
+        self._closing_stack.append(self._built)
+        if not self._built:
+            trace.push(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        trace.pop()
+        if self._closing_stack.pop():
+            self.close()
+        else:
+            trace.pop()
 
     def set_outputs(self, *outputs: DataNode) -> None:
         """Declare the pipeline's outputs (DataNodes of this pipeline)."""
