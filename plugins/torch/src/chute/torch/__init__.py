@@ -1,14 +1,32 @@
-"""chute for torch: batches as torch tensors through DLPack."""
+"""chute for PyTorch: batches as torch.Tensors through DLPack (zero-copy, same device).
+
+    from chute.torch import DataIterator
+    it = DataIterator(pipe, ["images", "labels"], reader_name="reader")
+    for (batch,) in it:
+        images, labels = batch["images"], batch["labels"]
+
+Epochs, shards, last batches and state come from ``chute.iteration``, so
+every plugin sees the same batches. Give ``pipelines`` as a callable
+``pipeline_fn(shard_id=..., num_shards=...)`` and it is built with
+:func:`shard_info` (torch.distributed rank / world size).
+"""
 
 from __future__ import annotations
 
 try:
     import torch  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "chute.torch needs torch; install it with: pip install torch"
-    ) from exc
+    raise ImportError("chute.torch needs torch; install it with: pip install torch") from exc
 
+from chute.torch._dataset import IterableDataset
+from chute.torch._iterator import ClassificationIterator, DataIterator, shard_info, to_torch
 from chute.types import LastBatchPolicy
 
-__all__ = ["LastBatchPolicy"]
+__all__ = [
+    "ClassificationIterator",
+    "DataIterator",
+    "IterableDataset",
+    "LastBatchPolicy",
+    "shard_info",
+    "to_torch",
+]
