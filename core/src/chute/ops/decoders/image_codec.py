@@ -26,21 +26,19 @@ Conventions, chosen once for every format:
 
 from __future__ import annotations
 
-import io
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import cv2
 import numpy as np
 import simplejpeg
-from PIL import Image, ImageFile
 
 from chute.ops.decoders.image_headers import (
+    DecodeError,
     EncodedImage,
     as_buffer,
+    check_pixels,
     detect_format,
-    header_size,
     jpeg_orientation,
     png_channels,
     png_header,
@@ -52,6 +50,12 @@ from chute.ops.decoders.orientation import (
     rect_to_oriented,
     rect_to_source,
 )
+from chute.ops.decoders.pillow_decode import (
+    decode_pillow,
+    native_channels,
+    open_pillow,
+    pillow_orientation,
+)
 
 # Same bound as Pillow's Image.MAX_IMAGE_PIXELS: a 1 GiB RGB image.
 MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
@@ -59,18 +63,6 @@ MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
 OUTPUT_TYPES = ("RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA")
 OUTPUT_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 
-_PILLOW_FORMAT = {
-    "jpeg": "JPEG",
-    "png": "PNG",
-    "bmp": "BMP",
-    "tiff": "TIFF",
-    "pnm": "PPM",
-    "webp": "WEBP",
-    "gif": "GIF",
-    "jpeg2000": "JPEG2000",
-}
-_EXIF_ORIENTATION_TAG = 0x0112
-_INVERSE_ORIENTATION = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 8, 7: 7, 8: 6}
 # libjpeg-turbo decodes at M/8 of full size; only M = 8, 4, 2, 1 are faster
 # than a full decode (7/8, 3/4, 5/8 cost more than 1/1, measured).
 _JPEG_SCALE_NUMERATORS = (1, 2, 4)
@@ -84,10 +76,6 @@ _YCBCR_MATRIX = np.array(
     ],
     dtype=np.float32,
 )
-
-
-class DecodeError(ValueError):
-    """An encoded image that cannot be decoded: corrupt, truncated, unsupported or too large."""
 
 
 @dataclass(frozen=True)
@@ -130,10 +118,10 @@ def peek_shape(data: EncodedImage, adjust_orientation: bool = True) -> tuple[int
             raise DecodeError(f"png: {exc}") from None
         orientation = png_orientation(buf) if adjust_orientation else 1
     else:
-        with _open_pillow(buf, fmt) as image:
+        with open_pillow(buf, fmt) as image:
             width, height = image.size
-            channels = _native_channels(image)
-            orientation = _pillow_orientation(buf, fmt, image)
+            channels = native_channels(image)
+            orientation = pillow_orientation(buf, fmt, image)
             if fmt == "tiff" and orientation >= 5:
                 # Pillow reports TIFF sizes upright already (it turns them on load).
                 width, height = height, width
@@ -224,12 +212,12 @@ def _decode(
     fmt = _detect(buf)
     if fmt == "jpeg":
         height, width, colorspace = _jpeg_header(buf)
-        _check_pixels(height, width, max_pixels)
+        check_pixels(height, width, max_pixels)
         orientation = jpeg_orientation(buf) if adjust_orientation else 1
         plan = _plan(height, width, orientation, roi, min_size)
         if colorspace in ("CMYK", "YCCK"):
             # libjpeg-turbo cannot turn Adobe's inverted CMYK into RGB; Pillow can.
-            native, layout = _decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
+            native, layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
             plan = _Plan(plan.source_rect, 8)
         else:
             native, layout, numerator = _decode_simplejpeg(
@@ -237,7 +225,7 @@ def _decode(
             )
             plan = _Plan(plan.source_rect, numerator)
     else:
-        native, layout, orientation = _decode_pillow(
+        native, layout, orientation = decode_pillow(
             buf, fmt, out_dtype, max_pixels, adjust_orientation
         )
         height, width = native.shape[:2]
@@ -274,16 +262,6 @@ def _normalize_dtype(dtype: Any) -> np.dtype:
         names = ", ".join(d.name for d in OUTPUT_DTYPES)
         raise ValueError(f"dtype must be one of {names}; got {dtype!r}")
     return out_dtype
-
-
-def _check_pixels(height: int, width: int, max_pixels: int | None) -> None:
-    if height <= 0 or width <= 0:
-        raise DecodeError(f"image header claims an empty size {width}x{height}")
-    if max_pixels is not None and height * width > max_pixels:
-        raise DecodeError(
-            f"image header claims {width}x{height} = {height * width} pixels, "
-            f"more than max_pixels={max_pixels}"
-        )
 
 
 def _jpeg_header(buf: memoryview) -> tuple[int, int, str]:
@@ -361,121 +339,6 @@ def _actual_numerator(height: int, width: int, out_h: int, out_w: int) -> int:
         if -(-height * numerator // 8) == out_h and -(-width * numerator // 8) == out_w:
             return numerator
     raise DecodeError(f"jpeg: unexpected scaled size {out_w}x{out_h} for {width}x{height}")
-
-
-def _open_pillow(buf: memoryview, fmt: str) -> Image.Image:
-    try:
-        return Image.open(io.BytesIO(buf), formats=[_PILLOW_FORMAT[fmt]])
-    except Exception as exc:
-        raise DecodeError(f"{fmt}: {exc}") from None
-
-
-def _pillow_orientation(buf: memoryview, fmt: str, image: Image.Image) -> int:
-    if fmt == "jpeg":
-        return jpeg_orientation(buf)
-    if fmt == "png":
-        # Pillow would decode the whole PNG to find an eXIf chunk after IDAT.
-        return png_orientation(buf)
-    if fmt in ("tiff", "webp"):
-        try:
-            value = image.getexif().get(_EXIF_ORIENTATION_TAG, 1)
-        except Exception:
-            return 1
-        return value if isinstance(value, int) and 1 <= value <= 8 else 1
-    return 1
-
-
-def _native_channels(image: Image.Image) -> int:
-    mode = image.mode
-    if mode in ("1", "L", "I", "F") or mode.startswith("I;16"):
-        return 1
-    if mode in ("LA", "La"):
-        return 2
-    if mode == "P":
-        return 4 if "transparency" in image.info else 3
-    if mode in ("CMYK", "YCbCr", "LAB", "HSV", "RGB", "RGBX"):
-        return 3
-    return 4 if "A" in image.getbands() else 3
-
-
-def _decode_pillow(
-    buf: memoryview, fmt: str, out_dtype: np.dtype, max_pixels: int | None, adjust: bool
-) -> tuple[np.ndarray, str, int]:
-    """Decode with Pillow; return (pixels, layout, orientation still to apply to them)."""
-    if ImageFile.LOAD_TRUNCATED_IMAGES:
-        warnings.warn(
-            "PIL.ImageFile.LOAD_TRUNCATED_IMAGES is True: truncated images decode "
-            "to partly gray pixels instead of raising",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    claimed = _header_size(buf, fmt)
-    if claimed is not None:
-        _check_pixels(*claimed, max_pixels)
-    if fmt == "png" and out_dtype != np.uint8:
-        try:
-            _, _, bit_depth, color_type = png_header(buf)
-        except ValueError as exc:
-            raise DecodeError(f"png: {exc}") from None
-        if bit_depth == 16 and color_type in (2, 6):
-            # Pillow keeps only 8 bits of 16-bit colour PNGs; OpenCV keeps all.
-            orientation = png_orientation(buf) if adjust else 1
-            return _decode_png16_opencv(buf), "RGB" if color_type == 2 else "RGBA", orientation
-    with _open_pillow(buf, fmt) as image:
-        width, height = image.size
-        _check_pixels(height, width, max_pixels)
-        orientation = _pillow_orientation(buf, fmt, image)
-        try:
-            image.load()
-            native, layout = _pillow_to_native(image)
-        except DecodeError:
-            raise
-        except Exception as exc:
-            raise DecodeError(f"{fmt}: {exc}") from None
-        if fmt == "tiff" and orientation > 1 and _EXIF_ORIENTATION_TAG not in image.tag_v2:
-            # Pillow's TIFF loader turns the pixels upright itself and drops
-            # the tag; undo that when the stored orientation is wanted.
-            return native, layout, 1 if adjust else _INVERSE_ORIENTATION[orientation]
-    return native, layout, orientation if adjust else 1
-
-
-def _header_size(buf: memoryview, fmt: str) -> tuple[int, int] | None:
-    try:
-        return header_size(buf, fmt)
-    except ValueError as exc:
-        raise DecodeError(str(exc)) from None
-
-
-def _pillow_to_native(image: Image.Image) -> tuple[np.ndarray, str]:
-    mode = image.mode
-    if mode.startswith("I;16"):
-        return np.asarray(image).astype(np.uint16, copy=False)[:, :, None], "L"
-    if mode == "I":
-        # 32-bit integer images are rare; treat their range as 16-bit.
-        return np.clip(np.asarray(image), 0, 65535).astype(np.uint16)[:, :, None], "L"
-    if mode == "F":
-        raise DecodeError("floating-point images (Pillow mode F) are not supported")
-    if mode in ("L", "LA", "RGB", "RGBA"):
-        converted = image
-    elif mode == "1":
-        converted = image.convert("L")
-    elif mode == "La":
-        converted = image.convert("LA")
-    else:
-        converted = image.convert("RGBA" if _native_channels(image) == 4 else "RGB")
-    array = np.asarray(converted)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    return array, converted.mode
-
-
-def _decode_png16_opencv(buf: memoryview) -> np.ndarray:
-    encoded = np.frombuffer(buf, dtype=np.uint8)
-    image = cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED)
-    if image is None or image.dtype != np.uint16:
-        raise DecodeError("png: OpenCV could not decode this 16-bit PNG")
-    code = cv2.COLOR_BGR2RGB if image.shape[2] == 3 else cv2.COLOR_BGRA2RGBA
-    return cv2.cvtColor(image, code)
 
 
 def _crop_scaled(native: np.ndarray, plan: _Plan) -> tuple[np.ndarray, tuple[float, ...]]:

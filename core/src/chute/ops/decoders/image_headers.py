@@ -44,6 +44,21 @@ _ISO_BMFF_BRANDS = {
 }
 
 
+class DecodeError(ValueError):
+    """An encoded image that cannot be decoded: corrupt, truncated, unsupported or too large."""
+
+
+def check_pixels(height: int, width: int, max_pixels: int | None) -> None:
+    """Raise DecodeError when a claimed size is empty or above max_pixels (None: no limit)."""
+    if height <= 0 or width <= 0:
+        raise DecodeError(f"image header claims an empty size {width}x{height}")
+    if max_pixels is not None and height * width > max_pixels:
+        raise DecodeError(
+            f"image header claims {width}x{height} = {height * width} pixels, "
+            f"more than max_pixels={max_pixels}"
+        )
+
+
 def as_buffer(data: EncodedImage) -> memoryview:
     """Return a flat, contiguous byte view of encoded image data without copying."""
     if isinstance(data, np.ndarray):
