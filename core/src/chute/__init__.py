@@ -19,6 +19,7 @@ from chute.executor import OperatorError
 from chute.graph import DataNode
 from chute.iteration import Batch, Iterator
 from chute.pipeline import Pipeline, pipeline_def
+from chute.show import show_batch
 from chute.tensors import TensorListCPU
 from chute.types import LastBatchPolicy
 
@@ -35,5 +36,6 @@ __all__ = [
     "fn",
     "ops",
     "pipeline_def",
+    "show_batch",
     "types",
 ]

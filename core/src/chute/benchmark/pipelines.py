@@ -1,0 +1,92 @@
+"""chute's side of the benchmark: the ResNet-50 train and validation pipelines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+
+def train_pipeline(
+    root: str, batch_size: int, threads: int, device: str = "cpu", seed: int = 0, **kw: Any
+) -> Any:
+    """readers.file -> image_random_crop -> resize 224 -> crop_mirror_normalize (fp16 CHW, random flip)."""
+    from chute import fn, pipeline_def, types
+
+    gpu = device == "gpu"
+
+    @pipeline_def(
+        batch_size=batch_size, num_threads=threads, seed=seed, device_id=0 if gpu else None, **kw
+    )
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        images = fn.decoders.image_random_crop(
+            jpegs,
+            device="mixed" if gpu else "cpu",
+            output_type=types.RGB,
+            random_area=[0.08, 1.0],
+            random_aspect_ratio=[0.75, 4 / 3],
+            num_attempts=100,
+        )
+        images = fn.resize(images, resize_x=224, resize_y=224)
+        images = fn.crop_mirror_normalize(
+            images,
+            dtype=types.FLOAT16,
+            output_layout="CHW",
+            crop=(224, 224),
+            mean=MEAN,
+            std=STD,
+            mirror=fn.random.coin_flip(),
+        )
+        return images, labels
+
+    return pipe()
+
+
+def val_pipeline(
+    root: str, batch_size: int, threads: int, device: str = "cpu", seed: int = 0, **kw: Any
+) -> Any:
+    """readers.file -> decoders.image -> resize shorter side 256 -> centre crop 224, fp16 CHW."""
+    from chute import fn, pipeline_def, types
+
+    gpu = device == "gpu"
+
+    @pipeline_def(
+        batch_size=batch_size, num_threads=threads, seed=seed, device_id=0 if gpu else None, **kw
+    )
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+        images = fn.decoders.image(jpegs, device="mixed" if gpu else "cpu", output_type=types.RGB)
+        images = fn.resize(images, resize_shorter=256)
+        images = fn.crop_mirror_normalize(
+            images,
+            dtype=types.FLOAT16,
+            output_layout="CHW",
+            crop=(224, 224),
+            mean=MEAN,
+            std=STD,
+        )
+        return images, labels
+
+    return pipe()
+
+
+PRESETS = {"train": train_pipeline, "val": val_pipeline}
+
+
+def chute_batches(preset: str, root: str, batch_size: int, threads: int, device: str) -> Any:
+    """An endless generator of chute batches (the data output)."""
+    from chute import Iterator, LastBatchPolicy
+
+    pipe = PRESETS[preset](root, batch_size, threads, device)
+    it = Iterator(
+        pipe,
+        ["data", "label"],
+        reader_name="Reader",
+        last_batch_policy=LastBatchPolicy.DROP,
+        auto_reset=True,
+    )
+    while True:
+        for (batch,) in it:
+            yield batch["data"]
