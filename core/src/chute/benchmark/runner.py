@@ -45,9 +45,8 @@ def _sync(batch: Any) -> None:
             torch.cuda.synchronize()
     elif hasattr(batch, "as_cpu") and hasattr(batch, "stream") and batch.stream is not None:
         batch.stream.synchronize()
-    elif module.startswith("nvidia.dali"):
-        if hasattr(batch, "as_cpu") and "GPU" in type(batch).__name__:
-            batch.as_cpu()
+    elif module.startswith("nvidia.dali") and "GPU" in type(batch).__name__:
+        batch.as_cpu()
 
 
 def time_system(gen: Any, batch: int, warmup: int, iters: int, reps: int) -> dict[str, Any]:
