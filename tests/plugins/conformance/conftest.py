@@ -22,6 +22,10 @@ class Adapter:
         """The plugin's DataIterator."""
         return self.module.DataIterator(pipelines, output_map, **kw)
 
+    def convert(self, iterator: Any, batch: Any) -> Any:
+        """One TensorList through the iterator's conversion to a framework tensor."""
+        return iterator.convert(batch, "x")
+
     def unpack(self, item: Any) -> list[Any]:
         """One step of the iterator as a list of chute.Batch dicts (one per pipeline)."""
         return item
@@ -77,6 +81,10 @@ class PaddleAdapter(Adapter):
 class JaxAdapter(Adapter):
     name = "jax"
     zero_copy = True
+
+    def convert(self, iterator: Any, batch: Any) -> Any:
+        # the jax iterator converts per step (it places each pipeline on its device)
+        return self.module.to_jax(batch)
 
     def unpack(self, item: Any) -> list[Any]:
         # the jax iterator yields one dict (pipelines joined into global arrays)

@@ -261,7 +261,7 @@ def test_cpu_zero_copy(adapter):
     it = adapter.iterator(
         index_pipe([__file__]), ["data", "label"], size=1, prepare_first_batch=False
     )
-    tensor = it.convert(TensorListCPU(array), "x")
+    tensor = adapter.convert(it, TensorListCPU(array))
     assert adapter.to_numpy(tensor).tolist() == array.tolist()
     shares = adapter.data_pointer(tensor) == array.ctypes.data
     assert shares == adapter.zero_copy

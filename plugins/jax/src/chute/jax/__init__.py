@@ -1,14 +1,26 @@
-"""chute for jax: batches as jax tensors through DLPack."""
+"""chute for JAX: batches as jax.Arrays through DLPack, sharded over devices on request.
+
+    from chute.jax import DataIterator
+    it = DataIterator(pipe, ["images", "labels"], reader_name="reader")
+    batch = next(it)            # {"images": jax.Array, "labels": jax.Array}
+
+Epochs, shards, last batches and state come from ``chute.iteration``, so
+every plugin sees the same batches. ``sharding=`` lays a global batch over
+several devices (one pipeline per device); ``@data_iterator`` builds those
+pipelines with the right ``shard_id`` / ``num_shards``. A callable
+``pipeline_fn(shard_id=..., num_shards=...)`` given as ``pipelines`` is built
+with :func:`shard_info` (jax process index / count).
+"""
 
 from __future__ import annotations
 
 try:
     import jax  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "chute.jax needs jax; install it with: pip install jax"
-    ) from exc
+    raise ImportError("chute.jax needs jax; install it with: pip install jax") from exc
 
+from chute.jax._decorator import data_iterator
+from chute.jax._iterator import DataIterator, shard_info, to_jax
 from chute.types import LastBatchPolicy
 
-__all__ = ["LastBatchPolicy"]
+__all__ = ["DataIterator", "LastBatchPolicy", "data_iterator", "shard_info", "to_jax"]

@@ -1,0 +1,107 @@
+"""``@chute.jax.data_iterator``: a pipeline function becomes a factory of sharded DataIterators."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from chute.jax._iterator import DataIterator, batch_devices, shard_info
+from chute.pipeline import PIPELINE_ARGS, pipeline_def
+from chute.types import LastBatchPolicy
+
+
+def data_iterator(
+    pipeline_fn: Callable | None = None,
+    output_map: Sequence[str] = (),
+    size: int = -1,
+    reader_name: str | None = None,
+    auto_reset: bool | str = False,
+    last_batch_padded: bool = False,
+    last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
+    prepare_first_batch: bool = True,
+    sharding: jax.sharding.Sharding | None = None,
+    pad_ragged: bool = False,
+) -> Callable:
+    """Turn a pipeline definition function into a function that returns a :class:`DataIterator`.
+
+    The decorator takes the iterator's arguments; the returned function takes
+    the pipeline's (``batch_size``, ``num_threads``, ``seed``, ...) and the
+    definition function's own. ``batch_size`` is the global batch: with
+    ``sharding`` it is split evenly over the devices that hold batch slices,
+    one pipeline per device. If the definition function has ``shard_id`` /
+    ``num_shards`` parameters, they receive each pipeline's shard: its
+    device's slice among all slices of all processes with ``sharding``,
+    else the process index and count (:func:`shard_info`)::
+
+        @data_iterator(output_map=["images", "labels"], reader_name="reader", sharding=sharding)
+        def iterator_fn(shard_id, num_shards):
+            jpegs, labels = fn.readers.file(file_root=root, name="reader",
+                                            shard_id=shard_id, num_shards=num_shards)
+            return fn.decoders.image(jpegs), labels
+
+        iterator = iterator_fn(batch_size=64, num_threads=4, seed=0)
+    """
+
+    def decorate(func: Callable) -> Callable:
+        params = inspect.signature(func).parameters
+
+        @functools.wraps(func)
+        def create(*args: Any, **kwargs: Any) -> DataIterator:
+            pipe_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in PIPELINE_ARGS}
+            batch_size = int(pipe_kwargs.pop("batch_size", 0))
+            if batch_size < 1:
+                raise ValueError("data_iterator: pass batch_size=... (the global batch size)")
+            if sharding is None:
+                shards = [shard_info()]
+                per_device = batch_size
+            else:
+                devices = batch_devices(sharding, batch_size)
+                total = batch_size // len(devices) * len(jax.devices())
+                if batch_size % len(devices):
+                    raise ValueError(
+                        f"data_iterator: batch_size {batch_size} does not split evenly over "
+                        f"{len(devices)} devices"
+                    )
+                per_device = batch_size // len(devices)
+                # the global order of slices: this process's devices among all of them
+                all_slices = batch_devices_global(sharding, total)
+                shards = [(all_slices.index(d), len(all_slices)) for d in devices]
+            pipes = []
+            for shard_id, num_shards in shards:
+                fn_kwargs = dict(kwargs)
+                if "shard_id" in params:
+                    fn_kwargs["shard_id"] = shard_id
+                if "num_shards" in params:
+                    fn_kwargs["num_shards"] = num_shards
+                make = pipeline_def(func, batch_size=per_device, **pipe_kwargs)
+                pipes.append(make(*args, **fn_kwargs))
+            return DataIterator(
+                pipes,
+                output_map,
+                size=size,
+                reader_name=reader_name,
+                auto_reset=auto_reset,
+                last_batch_padded=last_batch_padded,
+                last_batch_policy=last_batch_policy,
+                prepare_first_batch=prepare_first_batch,
+                sharding=sharding,
+                pad_ragged=pad_ragged,
+            )
+
+        return create
+
+    return decorate(pipeline_fn) if pipeline_fn is not None else decorate
+
+
+def batch_devices_global(sharding: jax.sharding.Sharding, global_batch: int) -> list[jax.Device]:
+    """All devices (of every process) holding distinct batch slices, in slice order."""
+    index_map = sharding.devices_indices_map((global_batch,))
+    starts: dict[int, jax.Device] = {}
+    for device, index in index_map.items():
+        start = index[0].start or 0
+        if start not in starts or device.id < starts[start].id:
+            starts[start] = device
+    return [starts[s] for s in sorted(starts)]

@@ -1,0 +1,200 @@
+"""chute.jax.DataIterator: chute batches as jax.Arrays, one pipeline per device with ``sharding``."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from chute.iteration import Batch, Iterator
+from chute.pipeline import Pipeline
+from chute.types import LastBatchPolicy
+
+PipelineSource = Pipeline | Sequence[Pipeline] | Callable[..., Pipeline]
+
+
+def shard_info() -> tuple[int, int]:
+    """``(shard_id, num_shards)`` of this process: ``jax.process_index()`` and ``jax.process_count()``."""
+    return jax.process_index(), jax.process_count()
+
+
+def batch_devices(sharding: jax.sharding.Sharding, global_batch: int) -> list[jax.Device]:
+    """This process's devices in the order of the batch slices they hold (one pipeline each)."""
+    index_map = sharding.addressable_devices_indices_map((global_batch,))
+    starts: dict[int, jax.Device] = {}
+    for device, index in index_map.items():
+        start = index[0].start or 0
+        # replicated over other mesh axes: the first device of a slice reads it
+        if start not in starts or device.id < starts[start].id:
+            starts[start] = device
+    return [starts[s] for s in sorted(starts)]
+
+
+def to_jax(array: Any, device: jax.Device | None = None) -> jax.Array:
+    """One array (numpy, TensorList or device array) as a jax.Array through DLPack.
+
+    Zero-copy where XLA allows it (host memory aligned to 64 bytes, or device
+    memory on ``device``); read-only host arrays, which DLPack before 1.0
+    cannot export, are copied.
+    """
+    try:
+        out = jax.dlpack.from_dlpack(array)
+    except BufferError:
+        out = jnp.asarray(np.asarray(array))
+    if device is not None and device not in out.devices():
+        out = jax.device_put(out, device)
+    return out
+
+
+def _pad(samples: list[np.ndarray], shape: Sequence[int]) -> np.ndarray:
+    out = np.zeros((len(samples), *shape), dtype=samples[0].dtype)
+    for i, s in enumerate(samples):
+        out[(i, *(slice(0, d) for d in s.shape))] = s
+    return out
+
+
+class DataIterator(Iterator):
+    """Yields one dict of jax.Arrays per step (a :class:`chute.Batch`; ``.real`` = real samples).
+
+    ``pipelines`` is a Pipeline, a list (one per device), or a callable
+    ``pipeline_fn(shard_id=..., num_shards=...)`` built with :func:`shard_info`
+    (jax process index / count). With ``sharding`` (a
+    ``jax.sharding.Sharding``, e.g. ``NamedSharding(mesh, P("batch"))``) each
+    pipeline feeds one device's slice of a global batch, assembled with
+    ``jax.make_array_from_single_device_arrays``; pipeline i feeds the i-th
+    slice. Without it, several pipelines' batches are concatenated.
+
+    Dense outputs come zero-copy through DLPack where XLA allows it. Ragged
+    outputs come as a list of per-sample arrays, or zero-padded with
+    ``pad_ragged=True`` (required with ``sharding``).
+    """
+
+    def __init__(
+        self,
+        pipelines: PipelineSource,
+        output_map: Sequence[str],
+        size: int = -1,
+        reader_name: str | None = None,
+        auto_reset: bool | str = False,
+        last_batch_padded: bool = False,
+        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
+        prepare_first_batch: bool = True,
+        sharding: jax.sharding.Sharding | None = None,
+        pad_ragged: bool = False,
+    ):
+        if not isinstance(pipelines, Pipeline) and callable(pipelines):
+            shard_id, num_shards = shard_info()
+            pipelines = pipelines(shard_id=shard_id, num_shards=num_shards)
+        pipes = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
+        self.sharding = sharding
+        self.pad_ragged = pad_ragged
+        self._peeked: Batch | None = None
+        self._devices: list[jax.Device | None] = [None] * len(pipes)
+        if sharding is not None:
+            global_batch = sum(p.batch_size for p in pipes)
+            self._devices = batch_devices(sharding, global_batch)
+            if len(self._devices) != len(pipes):
+                raise ValueError(
+                    f"DataIterator: the sharding splits the batch over {len(self._devices)} "
+                    f"devices of this process but {len(pipes)} pipelines were given"
+                )
+            if LastBatchPolicy(getattr(last_batch_policy, "value", last_batch_policy)) is (
+                LastBatchPolicy.PARTIAL
+            ):
+                raise ValueError(
+                    "DataIterator: sharding needs equal slices: use LastBatchPolicy.FILL or DROP"
+                )
+        super().__init__(
+            pipes,
+            output_map,
+            size=size,
+            reader_name=reader_name,
+            auto_reset=auto_reset,
+            last_batch_padded=last_batch_padded,
+            last_batch_policy=last_batch_policy,
+            prepare_first_batch=prepare_first_batch,
+        )
+        self._specs = {
+            name: self.pipelines[0]._plan.spec(node)
+            for name, node in zip(self.output_map, self.pipelines[0]._outputs)
+        }
+
+    def __next__(self) -> Batch:
+        if self._peeked is not None:
+            batch, self._peeked = self._peeked, None
+            return batch
+        return self._assemble(super().__next__())
+
+    def peek(self) -> Batch:
+        """The next batch, without consuming it."""
+        if self._peeked is None:
+            self._peeked = next(self)
+        return self._peeked
+
+    @property
+    def element_spec(self) -> dict[str, jax.ShapeDtypeStruct | list[jax.ShapeDtypeStruct]]:
+        """Shape, dtype and sharding of each output, from the next batch (``peek()``)."""
+
+        def spec(x: Any) -> Any:
+            if isinstance(x, list):
+                return [spec(s) for s in x]
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+
+        return {name: spec(value) for name, value in self.peek().items()}
+
+    def reset(self) -> None:
+        """Start the next epoch (drops a peeked batch)."""
+        self._peeked = None
+        super().reset()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the iterator stands (a peeked batch counts as not yet taken)."""
+        if self._peeked is not None:
+            raise RuntimeError("state_dict() after peek(): take the peeked batch first")
+        return super().state_dict()
+
+    def convert(self, batch: Any, name: str) -> Any:
+        # jax arrays are made per step in _assemble, where the device of each pipeline is known
+        return batch
+
+    def _assemble(self, per_pipeline: list[Batch]) -> Batch:
+        out = Batch()
+        out.real = sum(b.real for b in per_pipeline)
+        for name in self.output_map:
+            lists = [b[name] for b in per_pipeline]
+            out[name] = self._output(name, lists)
+        return out
+
+    def _output(self, name: str, lists: list[Any]) -> Any:
+        ragged = any(len(t) and not t.is_dense_tensor() for t in lists)
+        if ragged and not self.pad_ragged:
+            if self.sharding is not None:
+                raise ValueError(
+                    f"DataIterator: output {name!r} is ragged; pass pad_ragged=True with sharding"
+                )
+            return [to_jax(t.at(i)) for t in lists for i in range(len(t))]
+        if ragged:
+            samples = [np.asarray(t.at(i)) for t in lists for i in range(len(t))]
+            shape = np.max([s.shape for s in samples], axis=0)
+            sizes = np.cumsum([0] + [len(t) for t in lists])
+            parts = [_pad(samples[a:b], shape) for a, b in itertools.pairwise(sizes)]
+        else:
+            parts = [self._dense(name, t) for t in lists]
+        arrays = [to_jax(p, d) for p, d in zip(parts, self._devices)]
+        if self.sharding is not None:
+            shape = (sum(a.shape[0] for a in arrays), *arrays[0].shape[1:])
+            return jax.make_array_from_single_device_arrays(shape, self.sharding, arrays)
+        return arrays[0] if len(arrays) == 1 else jnp.concatenate(arrays)
+
+    def _dense(self, name: str, batch: Any) -> Any:
+        if len(batch):
+            return batch
+        # an empty PARTIAL batch: dtype and ndim from the build-time spec
+        spec = self._specs[name]
+        dtype = spec.dtype if spec.dtype is not None else batch.dtype
+        ndim = spec.ndim if spec.ndim is not None else batch.ndim
+        return np.empty((0,) * (ndim + 1), dtype=dtype)
