@@ -180,3 +180,25 @@ def test_split_shares():
     d = BatchDecoder(0, hw_decoder_load=0.75, cpu_share=0.2, cpu_threads=2)
     assert d.split(256) == {"cpu": 51, "hw": 154, "cuda": 51}
     assert BatchDecoder(0, use_hw_decoder=False).split(10) == {"cpu": 0, "hw": 0, "cuda": 10}
+
+
+def test_images_without_cupy_wrapping_feed_the_kernels(decoder, jpegs):
+    from chute.gpu.kernels import resize_crop_mirror_normalize
+
+    rois = [
+        (16, 24, 200, 300),
+        (0, 0, 333, 500),
+        (13, 7, 50, 61),
+        (101, 3, 217, 250),
+        (8, 8, 48, 40),
+        (5, 2, 230, 15),
+    ]
+    parsed = decoder.parse(jpegs)
+    decoder.prepare(parsed, rois)  # ROI host work ahead of decode, as a prep thread does
+    raw = decoder.decode(parsed, as_cupy=False)
+    wrapped = decoder.decode(jpegs, rois)
+    assert not isinstance(raw.images[0], cupy.ndarray)
+    np.testing.assert_array_equal(raw.windows, wrapped.windows)
+    a = resize_crop_mirror_normalize(raw.images, raw.windows, (32, 32), dtype=np.float32)
+    b = resize_crop_mirror_normalize(wrapped.images, wrapped.windows, (32, 32), dtype=np.float32)
+    np.testing.assert_array_equal(cupy.asnumpy(a), cupy.asnumpy(b))

@@ -1,7 +1,8 @@
 """Batched image kernels over CuPy arrays: one launch per batch, ragged inputs.
 
 Every function here takes a list of HWC ``uint8`` CuPy arrays of any sizes (views with
-padded rows are fine, e.g. crops of a bigger image or nvImageCodec's decoded images),
+padded rows are fine, e.g. crops of a bigger image; objects with a
+``__cuda_array_interface__``, such as nvImageCodec's images, are read without wrapping),
 builds a table of per-sample parameters (pointer, shape, row stride, window, mirror
 flag, mean, 1/std, fill, output offset), uploads it with one copy and launches one
 kernel over the whole batch. The CUDA sources live in ``chute/kernels/*.cu`` and are
@@ -176,6 +177,22 @@ def _describe_inputs(
     shapes = np.empty((len(inputs), 3), np.int64)
     for i, a in enumerate(inputs):
         if not isinstance(a, cupy.ndarray):
+            cai = getattr(a, "__cuda_array_interface__", None)
+            if cai is not None and cai["typestr"] == "|u1" and len(cai["shape"]) in (2, 3):
+                # read pointer and layout without wrapping (decoders' images; the caller
+                # orders their producer's stream before ours)
+                shape = tuple(cai["shape"])
+                c = shape[2] if len(shape) == 3 else 1
+                row = (cai.get("strides") or (shape[1] * c,))[0]
+                if c <= 4 and (
+                    cai.get("strides") is None
+                    or tuple(cai["strides"][1:]) == ((c, 1) if len(shape) == 3 else (1,))
+                ):
+                    arrays.append(a)
+                    ptrs.append(int(cai["data"][0]))
+                    strides.append(int(row))
+                    shapes[i] = (shape[0], shape[1], c)
+                    continue
             a = cupy.asarray(a)
         if a.dtype != np.uint8 or a.ndim not in (2, 3):
             raise TypeError(f"sample {i}: expected an HWC uint8 array, got {a.dtype} {a.shape}")
