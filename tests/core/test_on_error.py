@@ -45,7 +45,7 @@ def test_skip_delivers_each_good_sample_once_and_reports_bad(mixed_folder, polic
     for epoch in range(2):
         seen = []
         for (b,) in it:
-            paths = b["path"].as_array().tolist()
+            paths = [str(b["path"].at(i)) for i in range(len(b["path"]))]  # may be empty
             seen += paths[: b.real]
             if policy is LastBatchPolicy.FILL:
                 assert len(paths) == 4

@@ -28,6 +28,11 @@ class TensorListCPU:
         else:
             self._dense = None
             self._samples = [np.asarray(s) for s in data]
+            kinds = {s.dtype.kind for s in self._samples}
+            if kinds == {"U"} or kinds == {"S"}:
+                # Strings (file paths) differ in length, hence in numpy itemsize: one dtype.
+                widest = max((s.dtype for s in self._samples), key=lambda d: d.itemsize)
+                self._samples = [s.astype(widest, copy=False) for s in self._samples]
             if self._samples:
                 first = self._samples[0]
                 for i, s in enumerate(self._samples):
@@ -109,6 +114,9 @@ class TensorListCPU:
         meta = self.meta[:n] if self.meta is not None else None
         if self._dense is not None:
             return TensorListCPU(self._dense[:n], self._layout, meta)
+        if n == 0 and self._samples:  # keep dtype and sample shape in an empty batch
+            first = self._samples[0]
+            return TensorListCPU(np.empty((0, *first.shape), first.dtype), self._layout, meta)
         return TensorListCPU(self._samples[:n], self._layout, meta)  # type: ignore[index]
 
     def repeat_last(self, n: int) -> TensorListCPU:

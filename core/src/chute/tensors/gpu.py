@@ -126,7 +126,11 @@ class TensorListGPU:
         return TensorListCPU([self._cp.asnumpy(s) for s in self._samples], self._layout)  # type: ignore[union-attr]
 
     def head(self, n: int) -> TensorListGPU:
-        data = self._dense[:n] if self._dense is not None else self._samples[:n]  # type: ignore[index]
+        if self._dense is None and n == 0 and self._samples:
+            first = self._samples[0]
+            data = self._cp.empty((0, *first.shape), first.dtype)
+        else:
+            data = self._dense[:n] if self._dense is not None else self._samples[:n]  # type: ignore[index]
         return TensorListGPU(data, self._layout, self.stream, self.device_id)
 
     def repeat_last(self, n: int) -> TensorListGPU:
