@@ -1,4 +1,13 @@
-"""chute for tensorflow: batches as tensorflow tensors through DLPack."""
+"""chute for TensorFlow: a pipeline as a ``tf.data.Dataset``, or an iterator of tf.Tensors.
+
+    ds = chute.tf.dataset(pipe, ["images", "labels"], reader_name="reader")
+    model.fit(ds, epochs=5)            # every epoch of the dataset = the pipeline's next
+
+Epochs, shards, last batches and state come from ``chute.iteration``, so
+every plugin sees the same batches. Under ``tf.distribute``, give the
+dataset a callable ``pipeline_fn(shard_id=..., num_shards=...)`` and the
+strategy's ``InputContext`` (``input_context=ctx``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "chute.tf needs tensorflow; install it with: pip install tensorflow-cpu"
     ) from exc
 
+from chute.tf._dataset import dataset
+from chute.tf._iterator import DataIterator, shard_info, to_tf
 from chute.types import LastBatchPolicy
 
-__all__ = ["LastBatchPolicy"]
+__all__ = ["DataIterator", "LastBatchPolicy", "dataset", "shard_info", "to_tf"]

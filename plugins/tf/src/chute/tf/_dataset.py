@@ -1,0 +1,99 @@
+"""chute.tf.dataset: a chute pipeline as a finite, re-iterable tf.data.Dataset."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator as PyIterator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from chute.iteration import Iterator
+from chute.pipeline import Pipeline
+from chute.tf._iterator import PipelineSource, build_pipelines, empty_batch, output_specs
+from chute.types import LastBatchPolicy
+
+
+class _Epochs:
+    """The generator function behind the dataset: each call runs the pipeline's next epoch."""
+
+    def __init__(self, iterator: Iterator, specs: dict[str, Any]):
+        self.iterator = iterator
+        self.specs = specs
+        self.started = False
+
+    def __call__(self) -> PyIterator[tuple[np.ndarray, ...]]:
+        if self.started:
+            # a new iteration of the dataset: the next epoch (an abandoned one is skipped)
+            self.iterator.reset()
+        self.started = True
+        for (batch,) in self.iterator:
+            yield tuple(self._numpy(batch[name], name) for name in self.iterator.output_map)
+
+    def _numpy(self, batch: Any, name: str) -> np.ndarray:
+        batch = batch.as_cpu()
+        if len(batch) == 0:
+            return empty_batch(batch, self.specs[name])
+        return batch.as_padded() if not batch.is_dense_tensor() else batch.as_array()
+
+
+def dataset(
+    pipeline: PipelineSource,
+    output_map: Sequence[str],
+    size: int = -1,
+    reader_name: str | None = None,
+    last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
+    last_batch_padded: bool = False,
+    input_context: tf.distribute.InputContext | None = None,
+) -> tf.data.Dataset:
+    """One pipeline as a ``tf.data.Dataset`` of tuples of batches, in ``output_map`` order.
+
+    The dataset is finite (one epoch: ``len()`` batches, with ``reader_name``
+    or ``size``) and each new iteration — ``for`` loop, ``model.fit`` epoch —
+    continues with the pipeline's next epoch; iterate it from one place at a
+    time. ``element_spec`` is declared up front: dtypes and ranks come from
+    the pipeline's build-time specs, the batch dimension is the batch size
+    with FILL or DROP and None with PARTIAL, sample dimensions are None.
+    Ragged outputs are zero-padded to the batch's largest sample. Batches are
+    copied into TensorFlow (``tf.data`` owns its buffers); use
+    :class:`DataIterator` for DLPack zero-copy.
+
+    ``pipeline`` may be a callable ``pipeline_fn(shard_id=..., num_shards=...)``;
+    it is built with the shard of ``input_context``, so that
+    ``strategy.distribute_datasets_from_function(lambda ctx: dataset(fn, ...,
+    input_context=ctx))`` gives each input pipeline its own shard.
+    """
+    pipe = build_pipelines(pipeline, input_context)
+    if not isinstance(pipe, Pipeline):
+        raise TypeError("chute.tf.dataset takes one pipeline (or a callable that makes one)")
+    specs = output_specs(pipe, output_map)
+    unknown = any(s.dtype is None or s.ndim is None for s in specs.values())
+    iterator = Iterator(
+        pipe,
+        output_map,
+        size=size,
+        reader_name=reader_name,
+        last_batch_policy=last_batch_policy,
+        last_batch_padded=last_batch_padded,
+        # a first batch tells dtypes and ranks that the build could not
+        prepare_first_batch=unknown,
+    )
+    if unknown:
+        (first,) = iterator._first
+        specs = {
+            name: s.with_(dtype=first[name].dtype, ndim=first[name].ndim)
+            for name, s in specs.items()
+        }
+    known_batch = iterator.policy is not LastBatchPolicy.PARTIAL
+    batch_dim = pipe.batch_size if known_batch else None
+    signature = tuple(
+        tf.TensorSpec((batch_dim, *[None] * specs[name].ndim), tf.as_dtype(specs[name].dtype), name)
+        for name in output_map
+    )
+    ds = tf.data.Dataset.from_generator(_Epochs(iterator, specs), output_signature=signature)
+    try:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(len(iterator)))
+    except TypeError:
+        pass  # no reader_name or size: the epoch ends when the pipeline says so
+    return ds
