@@ -46,6 +46,7 @@ def dataset(
     last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
     last_batch_padded: bool = False,
     input_context: tf.distribute.InputContext | None = None,
+    output_shapes: Sequence[Sequence[int | None] | None] | None = None,
 ) -> tf.data.Dataset:
     """One pipeline as a ``tf.data.Dataset`` of tuples of batches, in ``output_map`` order.
 
@@ -55,7 +56,10 @@ def dataset(
     time. ``element_spec`` is declared up front: dtypes and ranks come from
     the pipeline's build-time specs, the batch dimension is the batch size
     with FILL or DROP and None with PARTIAL, sample dimensions are None.
-    Ragged outputs are zero-padded to the batch's largest sample. Batches are
+    ``output_shapes`` (as DALI's: one full batch shape per output, None for
+    unknown dims, or None for the whole output) fills in what the build
+    cannot know, e.g. ``[(None, 224, 224, 3), (None, 1)]``; TensorFlow checks
+    every batch against it. Ragged outputs are zero-padded to the batch's largest sample. Batches are
     copied into TensorFlow (``tf.data`` owns its buffers); use
     :class:`DataIterator` for DLPack zero-copy.
 
@@ -87,9 +91,19 @@ def dataset(
         }
     known_batch = iterator.policy is not LastBatchPolicy.PARTIAL
     batch_dim = pipe.batch_size if known_batch else None
+    shapes = [tf.TensorShape((batch_dim, *[None] * specs[name].ndim)) for name in output_map]
+    for i, given in enumerate(output_shapes or ()):
+        if given is not None:
+            try:
+                shapes[i] = shapes[i].merge_with(tf.TensorShape(given))
+            except ValueError:
+                raise ValueError(
+                    f"chute.tf.dataset: output_shapes[{i}] = {tuple(given)} does not fit output "
+                    f"{output_map[i]!r} of shape {shapes[i]}"
+                ) from None
     signature = tuple(
-        tf.TensorSpec((batch_dim, *[None] * specs[name].ndim), tf.as_dtype(specs[name].dtype), name)
-        for name in output_map
+        tf.TensorSpec(shape, tf.as_dtype(specs[name].dtype), name)
+        for shape, name in zip(shapes, output_map)
     )
     ds = tf.data.Dataset.from_generator(_Epochs(iterator, specs), output_signature=signature)
     try:
