@@ -449,6 +449,10 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=8192)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--json", default="gpu_path.json")
+    ap.add_argument(
+        "--hw-decoder-load", type=float, default=1.0, help="split when hybrid is skipped"
+    )
+    ap.add_argument("--cpu-share", type=float, default=0.0, help="split when hybrid is skipped")
     ap.add_argument("--sections", default="decode,hybrid,kernels,train,torchvision")
     a = ap.parse_args()
     import cupy
@@ -497,7 +501,7 @@ def main() -> None:
             cpu_threads=16,
         )
         rate["cpu_cv"] = r["img_per_s"] if r else 1.0
-    best = {"hw_decoder_load": 1.0}
+    best = {"hw_decoder_load": a.hw_decoder_load, "cpu_share": a.cpu_share}
     if "hybrid" in sections and rate:
         print("concurrent groups (shares from the rates above, shrunk for contention):", flush=True)
         cpu_key = "cpu_nv" if rate["cpu_nv"] >= rate["cpu_cv"] else "cpu_cv"

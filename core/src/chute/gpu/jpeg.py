@@ -32,6 +32,10 @@ from chute.gpu.runtime import nvimgcodec_module, require_gpu
 __all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
 
 _OUTPUT_TYPES = ("RGB", "BGR", "GRAY")
+# Decoded images free their memory in the order of the stream they were decoded on, so
+# that stream must outlive every image: each BatchDecoder decodes on a stream of its own
+# that is kept here for the life of the process, and the caller's stream waits on it.
+_DECODE_STREAMS: list[Any] = []
 
 
 @dataclass
@@ -191,6 +195,9 @@ class BatchDecoder:
         # OpenCV share and the per-sample fallback; the group threads only wait on nvImageCodec
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="chute-jpeg-cpu")
         self._group_pool = ThreadPoolExecutor(3, thread_name_prefix="chute-jpeg-group")
+        with self._cupy.cuda.Device(device_id):
+            self._stream = self._cupy.cuda.Stream(non_blocking=True)
+        _DECODE_STREAMS.append(self._stream)
 
     def close(self) -> None:
         """Release the worker threads (the nvImageCodec decoders go with the object)."""
@@ -290,7 +297,8 @@ class BatchDecoder:
         n = len(parsed.encoded)
         regions = parsed.regions
         with cupy.cuda.Device(self.device_id):
-            stream = stream or cupy.cuda.get_current_stream()
+            user_stream = stream or cupy.cuda.get_current_stream()
+            stream = self._stream
             result = DecodedBatch([None] * n, list(parsed.errors), parsed.windows.copy(), [""] * n)
 
             todo = [
@@ -336,7 +344,8 @@ class BatchDecoder:
                         # CPU decoders hand back host images: copy on our stream
                         img = img.cuda(synchronize=False, cuda_stream=stream.ptr)
                     if as_cupy:
-                        img = cupy.from_dlpack(img)
+                        with stream:
+                            img = cupy.from_dlpack(img)
                         img = img if img.ndim == 3 else img[..., None]
                     result.images[i] = img
                     result.sources[i] = name
@@ -356,6 +365,9 @@ class BatchDecoder:
                 result.images[i] = img
                 result.keepalive.append(host)
                 result.sources[i] = "fallback" if i in fallback_set else "cpu"
+            done_event = cupy.cuda.Event(disable_timing=True)
+            done_event.record(stream)
+            user_stream.wait_event(done_event)
             for i, img in enumerate(result.images):
                 if img is not None and regions[i] is None:
                     result.windows[i] = (0, 0, img.shape[0], img.shape[1])  # after EXIF rotation
