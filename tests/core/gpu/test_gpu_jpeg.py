@@ -85,25 +85,40 @@ def test_fancy_upsampling_matches_pillow_within_2(jpegs):
     d.close()
 
 
-def test_roi_decode_equals_crop_of_full_decode(decoder, jpegs):
-    rois = [
-        (16, 24, 200, 300),
-        (0, 0, 333, 500),
-        (13, 7, 50, 61),
-        (101, 3, 217, 250),
-        (8, 8, 48, 40),
-        (5, 2, 230, 15),
-    ]
-    full = decoder.decode(jpegs)
-    roi = decoder.decode(jpegs, rois)
-    for (y, x, h, w), f, r, win in zip(rois, full.images, roi.images, roi.windows):
-        assert r.shape == (h, w, 3)
-        np.testing.assert_array_equal(win, (0, 0, h, w))
-        diff = np.abs(
-            cupy.asnumpy(r).astype(np.int16)
-            - cupy.asnumpy(f[y : y + h, x : x + w]).astype(np.int16)
-        )
+def window_crop(img, win) -> np.ndarray:
+    """The part of a decoded image that its (in-bounds) window covers, on the host."""
+    y, x, h, w = (round(float(v)) for v in win)
+    return cupy.asnumpy(img[y : y + h, x : x + w]).astype(np.int16)
+
+
+ROIS = [
+    (16, 24, 200, 300),
+    (0, 0, 333, 500),
+    (13, 7, 50, 61),
+    (101, 3, 217, 250),
+    (8, 8, 48, 40),
+    (5, 2, 230, 15),
+]
+
+
+@pytest.mark.parametrize("hw_roi", [False, True])
+def test_roi_decode_equals_crop_of_full_decode(jpegs, hw_roi):
+    d = BatchDecoder(0, hw_decoder_load=0.5, hw_roi=hw_roi)
+    full = d.decode(jpegs)
+    roi = d.decode(jpegs, ROIS)
+    assert set(roi.sources) == {"hw", "cuda"}
+    for (y, x, h, w), f, r, win, src in zip(
+        ROIS, full.images, roi.images, roi.windows, roi.sources
+    ):
+        if src == "cuda" or hw_roi:  # a true ROI decode: just the window's pixels
+            assert r.shape == (h, w, 3)
+            np.testing.assert_array_equal(win, (0, 0, h, w))
+        else:  # the hardware group decodes the whole image; the window locates the ROI
+            assert r.shape == f.shape
+            np.testing.assert_array_equal(win, (y, x, h, w))
+        diff = np.abs(window_crop(r, win) - cupy.asnumpy(f[y : y + h, x : x + w]).astype(np.int16))
         assert diff.max() <= 1, diff.max()
+    d.close()
 
 
 def test_roi_clipped_at_border_reports_window(decoder, jpegs):
@@ -166,13 +181,10 @@ def test_cpu_share_matches_gpu_decode(jpegs, backend):
     assert all(s in ("cpu", "fallback") for s in out.sources[:3]), out.sources
     assert all(s in ("hw", "cuda") for s in out.sources[3:]), out.sources
     ref = BatchDecoder(0).decode(jpegs, rois)
-    for a, b in zip(out.images, ref.images):
-        assert a.shape == b.shape
-        assert (
-            np.abs(cupy.asnumpy(a).astype(np.int16) - cupy.asnumpy(b).astype(np.int16)).mean()
-            < 0.75
-        )
-    np.testing.assert_array_equal(out.windows, ref.windows)
+    for a, wa, b, wb in zip(out.images, out.windows, ref.images, ref.windows):
+        ca, cb = window_crop(a, wa), window_crop(b, wb)
+        assert ca.shape == cb.shape
+        assert np.abs(ca - cb).mean() < 0.75
     d.close()
 
 
@@ -185,18 +197,10 @@ def test_split_shares():
 def test_images_without_cupy_wrapping_feed_the_kernels(decoder, jpegs):
     from chute.gpu.kernels import resize_crop_mirror_normalize
 
-    rois = [
-        (16, 24, 200, 300),
-        (0, 0, 333, 500),
-        (13, 7, 50, 61),
-        (101, 3, 217, 250),
-        (8, 8, 48, 40),
-        (5, 2, 230, 15),
-    ]
     parsed = decoder.parse(jpegs)
-    decoder.prepare(parsed, rois)  # ROI host work ahead of decode, as a prep thread does
+    decoder.prepare(parsed, ROIS)  # ROI host work ahead of decode, as a prep thread does
     raw = decoder.decode(parsed, as_cupy=False)
-    wrapped = decoder.decode(jpegs, rois)
+    wrapped = decoder.decode(jpegs, ROIS)
     assert not isinstance(raw.images[0], cupy.ndarray)
     np.testing.assert_array_equal(raw.windows, wrapped.windows)
     a = resize_crop_mirror_normalize(raw.images, raw.windows, (32, 32), dtype=np.float32)

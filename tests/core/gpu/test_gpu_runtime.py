@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
@@ -19,13 +20,10 @@ SRC = Path(kernels.__file__).resolve().parents[2]  # core/src
 
 def test_import_chute_gpu_loads_no_gpu_library():
     code = "import sys, chute.gpu; print(sorted(m for m in ('cupy', 'nvidia.nvimgcodec', 'torch') if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(SRC)},
-    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
 
 

@@ -9,9 +9,11 @@ throughput. Samples that no GPU backend accepts (PNG, CMYK, corrupt data) are de
 on the CPU too; a sample nothing can decode gets ``None`` and its reason in ``errors``,
 the rest of the batch is unaffected.
 
-Regions of interest (``rois``, ``(y, x, h, w)`` in pixels) are decoded by nvJPEG
-without producing the rest of the image; the CPU path decodes the whole image and
-crops. Output images are HWC ``uint8`` CuPy arrays ordered on the given CUDA stream.
+Regions of interest (``rois``, ``(y, x, h, w)`` in pixels) are decoded by nvJPEG's
+CUDA decoder and by nvImageCodec's libjpeg-turbo without producing the rest of the
+image; the hardware decoder decodes whole images (faster there) and the OpenCV path
+decodes and crops; ``DecodedBatch.windows`` says where each ROI lies in its image.
+Output images are HWC ``uint8`` CuPy arrays ordered on the given CUDA stream.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class ParsedBatch:
     windows: np.ndarray | None = None  # see DecodedBatch.windows
     errors: list[str | None] | None = None
     sub_streams: list[Any] | None = None  # ROI code streams (or the whole stream)
+    rois: list[Any] | None = None  # as requested, (y, x, h, w) or None per sample
 
 
 @dataclass
@@ -57,7 +60,8 @@ class DecodedBatch:
     """Decoded images (HWC uint8 CuPy arrays or None), per-sample errors and windows.
 
     ``windows[i]`` is the requested ROI ``(y, x, h, w)`` in the coordinates of
-    ``images[i]`` (``(0, 0, h, w)`` unless the ROI was clipped at the image border), ready
+    ``images[i]``: ``(0, 0, h, w)`` for an ROI decode (shifted where the ROI was clipped at
+    the border), the ROI itself where the whole image was decoded (hardware group), ready
     for :func:`chute.gpu.kernels.resize_crop_mirror_normalize`. Keep the batch alive until
     the stream has run past the work that reads its images: it owns the host staging
     buffers of the CPU-decoded samples.
@@ -131,7 +135,9 @@ class BatchDecoder:
     decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
     hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
     threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
-    group. ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
+    group. The hardware group decodes whole images unless ``hw_roi`` (on an H100 its
+    ROI path decoded 12.5k img/s against 16k for whole images; the resize kernel reads
+    the window out of the whole image at no extra cost). ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
     slower). ``options`` is passed to nvImageCodec.
     """
 
@@ -143,6 +149,7 @@ class BatchDecoder:
         use_hw_decoder: bool = True,
         cpu_share: float = 0.0,
         cpu_backend: str = "nvimgcodec",
+        hw_roi: bool = False,
         cpu_threads: int = 0,
         num_threads: int = 0,
         fancy_upsampling: bool = False,
@@ -158,6 +165,7 @@ class BatchDecoder:
         self.cpu_share = cpu_share
         self.hw_decoder_load = hw_decoder_load if use_hw_decoder else 0.0
         self.cpu_backend = cpu_backend
+        self.hw_roi = hw_roi
         opts = " ".join(
             x for x in (":fancy_upsampling=1" if fancy_upsampling else "", options) if x
         )
@@ -262,6 +270,7 @@ class BatchDecoder:
             if cs is not None and region is not None:
                 cs = cs.get_sub_code_stream(region=region_type(*region))
             subs.append(cs)
+        parsed.rois = None if rois is None else list(rois)
         parsed.regions, parsed.windows, parsed.errors, parsed.sub_streams = (
             regions,
             windows,
@@ -349,6 +358,9 @@ class BatchDecoder:
                         img = img if img.ndim == 3 else img[..., None]
                     result.images[i] = img
                     result.sources[i] = name
+                    if name == "hw" and not self.hw_roi and regions[i] is not None:
+                        # a whole image: the window is the ROI in image coordinates
+                        result.windows[i] = tuple(float(v) for v in parsed.rois[i])
             futures.update(
                 {
                     i: self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream)
@@ -384,7 +396,8 @@ class BatchDecoder:
     ) -> list[tuple[int, Any]]:
         """Decode samples ``idx`` with the group's nvImageCodec decoder; None where rejected."""
         decoder, lock = self._groups[name]
-        srcs = [parsed.sub_streams[i] for i in idx]
+        whole = name == "hw" and not self.hw_roi
+        srcs = [parsed.streams[i] if whole else parsed.sub_streams[i] for i in idx]
         params = self._params[out_type]
         with lock:
             try:
