@@ -470,11 +470,15 @@ def main() -> None:
         print("decode only, one group at a time (ROI unless noted):", flush=True)
         bench_decode("hw decoder, full image", data, bs, cupy, False, hw_decoder_load=1.0)
         bench_decode(
-            "hw decoder, ROI decode", data, bs, cupy, True, hw_decoder_load=1.0, hw_roi=True
+            "hw decoder, whole image + window",
+            data,
+            bs,
+            cupy,
+            True,
+            hw_decoder_load=1.0,
+            hw_roi=False,
         )
-        r = bench_decode(
-            "hw decoder, whole image + window", data, bs, cupy, True, hw_decoder_load=1.0
-        )
+        r = bench_decode("hw decoder, ROI decode", data, bs, cupy, True, hw_decoder_load=1.0)
         rate["hw"] = r["img_per_s"] if r else 1.0
         if "train" in sections:
             bench_train(

@@ -9,10 +9,10 @@ throughput. Samples that no GPU backend accepts (PNG, CMYK, corrupt data) are de
 on the CPU too; a sample nothing can decode gets ``None`` and its reason in ``errors``,
 the rest of the batch is unaffected.
 
-Regions of interest (``rois``, ``(y, x, h, w)`` in pixels) are decoded by nvJPEG's
-CUDA decoder and by nvImageCodec's libjpeg-turbo without producing the rest of the
-image; the hardware decoder decodes whole images (faster there) and the OpenCV path
-decodes and crops; ``DecodedBatch.windows`` says where each ROI lies in its image.
+Regions of interest (``rois``, ``(y, x, h, w)`` in pixels) are decoded by nvJPEG (the
+hardware engines too, unless ``hw_roi=False``) and by nvImageCodec's libjpeg-turbo
+without producing the rest of the image; the OpenCV path decodes and crops;
+``DecodedBatch.windows`` says where each ROI lies in its image.
 Output images are HWC ``uint8`` CuPy arrays ordered on the given CUDA stream.
 """
 
@@ -135,9 +135,9 @@ class BatchDecoder:
     decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
     hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
     threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
-    group. The hardware group decodes whole images unless ``hw_roi`` (on an H100 its
-    ROI path decoded 12.5k img/s against 16k for whole images; the resize kernel reads
-    the window out of the whole image at no extra cost). ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
+    group. With ``hw_roi=False`` the hardware group decodes whole images and the
+    windows locate the ROIs in them (on an H100 neither way was reliably faster: the
+    runs differed by more than the two did). ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
     slower). ``options`` is passed to nvImageCodec.
     """
 
@@ -149,7 +149,7 @@ class BatchDecoder:
         use_hw_decoder: bool = True,
         cpu_share: float = 0.0,
         cpu_backend: str = "nvimgcodec",
-        hw_roi: bool = False,
+        hw_roi: bool = True,
         cpu_threads: int = 0,
         num_threads: int = 0,
         fancy_upsampling: bool = False,
