@@ -185,3 +185,33 @@ def test_training_loop_loss_goes_down(tmp_path):
             losses.append(float(loss))
     assert len(losses) == 10
     assert np.mean(losses[-2:]) < 0.5 * np.mean(losses[:2])
+
+
+def test_sharding_pads_across_pipelines(four_devices, tmp_path):
+    """Each pipeline's batch dense but of a different shape: padded to one global shape."""
+    mesh = Mesh(np.array(four_devices), ("batch",))
+    sharding = NamedSharding(mesh, P("batch"))
+    files = []
+    for i in range(8):
+        path = tmp_path / f"{i}.bin"
+        path.write_bytes(bytes([i]) * (1 + i // 2))  # shard i holds two files of length i + 1
+        files.append(str(path))
+
+    def make(shard_id):
+        @pipeline_def(batch_size=2, num_threads=1, seed=5)
+        def pipe():
+            return fn.readers.file(files=files, shard_id=shard_id, num_shards=4, name="Reader")
+
+        return pipe()
+
+    it = chute.jax.DataIterator(
+        [make(i) for i in range(4)],
+        ["d", "l"],
+        reader_name="Reader",
+        sharding=sharding,
+        pad_ragged=True,
+    )
+    data = np.asarray(next(it)["d"])
+    assert data.shape == (8, 4)
+    assert data[7].tolist() == [7, 7, 7, 7] and data[5].tolist() == [5, 5, 5, 0]
+    assert data[2].tolist() == [2, 2, 0, 0]

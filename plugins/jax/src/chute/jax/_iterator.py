@@ -170,7 +170,9 @@ class DataIterator(Iterator):
         return out
 
     def _output(self, name: str, lists: list[Any]) -> Any:
-        ragged = any(len(t) and not t.is_dense_tensor() for t in lists)
+        # ragged within a batch, or dense batches of different shapes from different pipelines
+        shapes = {shape for t in lists for shape in t.shape()}
+        ragged = len(shapes) > 1
         if ragged and not self.pad_ragged:
             if self.sharding is not None:
                 raise ValueError(
