@@ -343,21 +343,31 @@ def pipeline_def(fn: Callable | None = None, **pipeline_kwargs: Any) -> Callable
 
     Pipeline arguments (batch_size, num_threads, device_id, seed, ...) may be
     given to the decorator and overridden when calling the factory; the other
-    call arguments go to the function.
+    call arguments go to the function. ``debug=True`` gives a pipeline that
+    runs the function eagerly on every ``run()`` (see :mod:`chute.debug`).
     """
     pipeline_kwargs.pop("enable_conditionals", None)
+    debug_default = pipeline_kwargs.pop("debug", False)
 
     def decorate(func: Callable) -> Callable:
+        sig = inspect.signature(func)
+
         @functools.wraps(func)
         def create(*args: Any, **kwargs: Any) -> Pipeline:
+            debug = debug_default
+            if "debug" in kwargs and "debug" not in sig.parameters:
+                debug = kwargs.pop("debug")
             ctor = {k: kwargs.pop(k) for k in list(kwargs) if k in PIPELINE_ARGS}
+            if debug:  # eager: operators run on each run(), see chute.debug
+                from chute.debug import DebugPipeline
+
+                return DebugPipeline(func, args, kwargs, **{**pipeline_kwargs, **ctor})
             pipe = Pipeline(**{**pipeline_kwargs, **ctor})
             with pipe:
                 outputs = func(*args, **kwargs)
             pipe.set_outputs(*_as_tuple(outputs))
             return pipe
 
-        sig = inspect.signature(func)
         create.__signature__ = sig  # type: ignore[attr-defined]
         return create
 
