@@ -49,7 +49,7 @@ class TorchAdapter(Adapter):
     zero_copy = True
 
     def tensor_to_numpy(self, tensor: Any) -> np.ndarray:
-        return tensor.numpy()
+        return tensor.cpu().numpy()
 
     def data_pointer(self, tensor: Any) -> int:
         return tensor.data_ptr()
@@ -72,7 +72,7 @@ class PaddleAdapter(Adapter):
     zero_copy = True
 
     def tensor_to_numpy(self, tensor: Any) -> np.ndarray:
-        return tensor.numpy()
+        return tensor.cpu().numpy()
 
     def data_pointer(self, tensor: Any) -> int:
         return tensor.data_ptr()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,11 +49,12 @@ def to_jax(array: Any, device: jax.Device | None = None) -> jax.Array:
     return out
 
 
-def _pad(samples: list[np.ndarray], shape: Sequence[int]) -> np.ndarray:
-    out = np.zeros((len(samples), *shape), dtype=samples[0].dtype)
-    for i, s in enumerate(samples):
-        out[(i, *(slice(0, d) for d in s.shape))] = s
-    return out
+def _pad(samples: list[jax.Array], shape: Sequence[int], batch: Any) -> jax.Array:
+    if not samples:
+        return jnp.zeros((0, *shape), dtype=batch.dtype)
+    return jnp.stack(
+        [jnp.pad(s, [(0, int(n) - d) for n, d in zip(shape, s.shape)]) for s in samples]
+    )
 
 
 class DataIterator(Iterator):
@@ -180,10 +180,9 @@ class DataIterator(Iterator):
                 )
             return [to_jax(t.at(i)) for t in lists for i in range(len(t))]
         if ragged:
-            samples = [np.asarray(t.at(i)) for t in lists for i in range(len(t))]
-            shape = np.max([s.shape for s in samples], axis=0)
-            sizes = np.cumsum([0] + [len(t) for t in lists])
-            parts = [_pad(samples[a:b], shape) for a, b in itertools.pairwise(sizes)]
+            # pad on the device the samples are on (host or GPU) to one shape for all pipelines
+            shape = np.max([s for t in lists for s in t.shape()], axis=0)
+            parts = [_pad([to_jax(t.at(i)) for i in range(len(t))], shape, t) for t in lists]
         else:
             parts = [self._dense(name, t) for t in lists]
         arrays = [to_jax(p, d) for p, d in zip(parts, self._devices)]

@@ -56,7 +56,8 @@ def to_torch(
         dtype = spec.dtype if spec is not None and spec.dtype is not None else batch.dtype
         ndim = spec.ndim if spec is not None and spec.ndim is not None else batch.ndim
         empty = torch.from_numpy(np.empty((0,) * (ndim + 1), dtype=dtype))
-        return empty.cuda() if hasattr(batch, "__cuda_array_interface__") else empty
+        device_type, device_id = batch.__dlpack_device__()
+        return empty.to(f"cuda:{device_id}") if device_type == 2 else empty  # 2 = kDLCUDA
     if batch.is_dense_tensor():
         return torch.from_dlpack(batch)
     samples = [torch.from_dlpack(batch.at(i)) for i in range(len(batch))]
