@@ -39,6 +39,8 @@ class SourceBatch:
     values: dict[tuple[int, int], list[Any]]
     meta: list[dict]
     states: dict[int, Any] = field(default_factory=dict)
+    # Samples skipped while computing this batch; reported when the user receives it.
+    errors: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -85,7 +87,11 @@ class Executor:
         self.pipelined = pipeline.exec_pipelined
         self.on_error = pipeline.on_error
         self.max_error_ratio = pipeline.max_error_ratio
-        self.errors: list[dict] = []
+        self.errors: list[dict] = []  # skipped samples of the batches delivered so far
+        self.errors_computed = 0  # the same, counting batches computed ahead
+        # One good sample per segment (values by key, meta), kept to fill a later batch in
+        # which every sample fails under skip/warn.
+        self._fillers: dict[int, tuple[dict, dict]] = {}
         self.samples_seen = 0
         self.depth = max(1, pipeline.prefetch_queue_depth)
         self.sources = {n.id: n.op.open(n, pipeline) for n in plan.sources}
@@ -218,7 +224,12 @@ class Executor:
             info = batch.meta[i].get("source_info") if i < len(batch.meta) else None
             raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
         if bad:
-            self._replace_bad_samples(batch, values, bad)
+            self._replace_bad_samples(batch, values, bad, self._fillers.get(id(step)))
+        if n:
+            self._fillers[id(step)] = (
+                {k: v[0] for k, v in values.items() if isinstance(v, list) and len(v) == n},
+                batch.meta[0],
+            )
 
     def _run_sample(self, node, ins, arg_ins, outs, seed, state, maskable, batch, i) -> None:
         """Run one node on sample ``i`` and store its outputs."""
@@ -235,10 +246,14 @@ class Executor:
             for o, r in zip(outs, result):
                 o[i] = r
 
-    def _replace_bad_samples(self, batch: SourceBatch, values: dict, bad: dict) -> None:
+    def _replace_bad_samples(
+        self, batch: SourceBatch, values: dict, bad: dict, filler: tuple[dict, dict] | None = None
+    ) -> None:
         """on_error skip/warn: fill each failed slot with the next good sample, marked not real.
 
-        Real samples are then moved to the front so that ``real`` counts a prefix.
+        Real samples are then moved to the front so that ``real`` counts a prefix. When every
+        sample failed, ``filler`` (a good sample of an earlier batch) pads the whole batch, so
+        the user gets a batch with no real samples instead of an error.
         """
         n = batch.size
         good = [i for i in range(n) if i not in bad]
@@ -255,14 +270,21 @@ class Executor:
                     "epoch": meta.get("epoch", batch.epoch),
                     "iteration": batch.iteration,
                 }
-                self.errors.append(entry)
-                if self.on_error == "warn":
-                    logger.warning(
-                        "skipped %s in %s: %s",
-                        entry["path"] or f"sample {i}",
-                        operator,
-                        entry["reason"],
-                    )
+                batch.errors.append(entry)
+                self.errors_computed += 1
+        lists = [(k, v) for k, v in values.items() if isinstance(v, list) and len(v) == n]
+        if not good and filler is not None and all(k in filler[0] for k, _ in lists):
+            samples, meta = filler
+            for i in range(n):
+                for k, v in lists:
+                    v[i] = samples[k]
+                batch.meta[i] = {
+                    **meta,
+                    "real": False,
+                    "replaces": batch.meta[i].get("source_info"),
+                }
+            self._check_error_ratio(batch)
+            return
         if not good:
             operator, reason = bad[min(bad)]
             raise OperatorError(
@@ -271,7 +293,7 @@ class Executor:
                 batch.iteration,
                 RuntimeError(f"every sample of the batch failed; the first: {reason}"),
             )
-        lists = [v for v in values.values() if isinstance(v, list) and len(v) == n]
+        lists = [v for _, v in lists]
         for i in sorted(bad):
             j = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
             for v in lists:
@@ -286,14 +308,14 @@ class Executor:
             for v in lists:
                 v[:] = [v[k] for k in order]
             batch.meta[:] = [batch.meta[k] for k in order]
-        self._check_error_ratio()
+        self._check_error_ratio(batch)
 
-    def _check_error_ratio(self) -> None:
+    def _check_error_ratio(self, batch: SourceBatch) -> None:
         seen = max(self.samples_seen, 1)
-        if len(self.errors) / seen > self.max_error_ratio:
-            last = self.errors[-1]
+        if batch.errors and self.errors_computed / seen > self.max_error_ratio:
+            last = batch.errors[-1]
             raise RuntimeError(
-                f"{len(self.errors)} of {seen} samples failed, more than max_error_ratio="
+                f"{self.errors_computed} of {seen} samples failed, more than max_error_ratio="
                 f"{self.max_error_ratio}; the last: {last['path']} in {last['operator']}: {last['reason']}"
             )
 
@@ -371,6 +393,17 @@ class Executor:
     def _consumed(self, batch: SourceBatch) -> None:
         """Remember where the user is: the last delivered batch's meta and source states."""
         self.last_meta = batch.meta
+        # Errors count once the user has the batch: prefetched batches that a reset or
+        # restore drops are computed again and must not report their skips twice.
+        for entry in batch.errors:
+            self.errors.append(entry)
+            if self.on_error == "warn":
+                logger.warning(
+                    "skipped %s in %s: %s",
+                    entry["path"] or f"sample {entry['index']}",
+                    entry["operator"],
+                    entry["reason"],
+                )
         self.last_states = batch.states
         self.last_position = (batch.epoch, batch.iteration + 1)
 
