@@ -125,12 +125,18 @@ class Image(_DecoderBase):
 
     schema = Schema(
         name="decoders.image",
+        devices=("cpu", "mixed"),
         inputs=("encoded",),
         args=(*_DECODE_ARGS, *_DALI_TUNING_ARGS),
     )
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         return self._decode(inputs[0], args, None)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.image_mixed(self, inputs, args, ctx)
 
 
 class ImageCrop(_DecoderBase):
@@ -271,6 +277,7 @@ class ImageRandomCrop(_DecoderBase):
 
     schema = Schema(
         name="decoders.image_random_crop",
+        devices=("cpu", "mixed"),
         inputs=("encoded",),
         args=(
             *_DECODE_ARGS,
@@ -328,6 +335,11 @@ class ImageRandomCrop(_DecoderBase):
             rng=ctx.rng,
         )
         return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.image_random_crop_mixed(self, inputs, args, ctx)
 
 
 class PeekImageShape(Operator):

@@ -81,6 +81,13 @@ class Crop(Operator):
             raise ValueError("fn.crop: give 'crop', 'crop_h'/'crop_w' or 'rel_crop'")
         if "rel_crop" in given and ({"crop", "crop_h", "crop_w"} & given):
             raise ValueError("fn.crop: 'rel_crop' cannot be combined with crop/crop_h/crop_w")
+        crop = args.get("crop")
+        if crop is not None and np.size(crop) not in (1, 2):
+            raise ValueError(f"fn.crop: argument 'crop' takes (H, W) or one value, got {crop}")
+        for key in ("crop", "crop_h", "crop_w"):
+            value = args.get(key)
+            if value is not None and np.any(np.asarray(value, dtype=np.float64) < 0):
+                raise ValueError(f"fn.crop: argument '{key}' must be >= 0 (0 = whole), got {value}")
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         check_image(self.schema.display_name, inputs[0])
@@ -206,6 +213,7 @@ class Flip(Operator):
 
     schema = Schema(
         name="flip",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("horizontal", "int", 1, "Flip along the width when nonzero."),
@@ -223,6 +231,11 @@ class Flip(Operator):
         if args["depthwise"]:
             raise ValueError("depthwise flips need volumes (DHWC); images have no depth")
         return crop_kernels.flip(inputs[0], args["horizontal"], args["vertical"])
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.flip_gpu(self, inputs, args, ctx)
 
 
 class Pad(LayoutAware):

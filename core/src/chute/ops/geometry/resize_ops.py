@@ -95,6 +95,20 @@ def _check_size_ways(name: str, args: dict, arg_inputs: dict) -> None:
         )
     if "mode" in given and ({"resize_shorter", "resize_longer"} & given):
         raise ValueError(f"{name}: 'mode' cannot be combined with resize_shorter/resize_longer")
+    # Constant values known at trace time (negative resize_x/resize_y/size flip, as in DALI).
+    for key in ("resize_shorter", "resize_longer", "max_size"):
+        value = args.get(key)
+        if value is not None and np.any(np.asarray(value, dtype=np.float64) < 0):
+            raise ValueError(f"{name}: argument '{key}' must be >= 0, got {value}")
+    size = args.get("size")
+    if size is not None and np.size(size) not in (1, 2):
+        raise ValueError(f"{name}: argument 'size' takes (H, W) or one value, got {size}")
+    dtype = args.get("dtype")
+    if dtype is not None and np.dtype(dtype).kind not in "uif":
+        raise TypeError(
+            f"{name}: argument 'dtype' got {np.dtype(dtype).name}; accepted: integer and "
+            "floating-point types (uint8, int16, float32, ...)"
+        )
 
 
 class _ResizeBase(Operator):
@@ -115,6 +129,7 @@ class Resize(_ResizeBase):
 
     schema = Schema(
         name="resize",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             *_SIZE_ARGS,
@@ -147,6 +162,11 @@ class Resize(_ResizeBase):
             roi_relative=args["roi_relative"],
             **_filter_kwargs(args),
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.resize_gpu(self, inputs, args, ctx)
 
 
 class ResizeCropMirror(_ResizeBase):
@@ -193,6 +213,7 @@ class RandomResizedCrop(_ResizeBase):
 
     schema = Schema(
         name="random_resized_crop",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("size", "float_list", REQUIRED, "Output size (H, W), or one value for both."),
@@ -219,3 +240,8 @@ class RandomResizedCrop(_ResizeBase):
             num_attempts=args["num_attempts"],
             **_filter_kwargs(args),
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.random_resized_crop_gpu(self, inputs, args, ctx)

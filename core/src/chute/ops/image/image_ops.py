@@ -208,6 +208,7 @@ class CropMirrorNormalize(Operator):
 
     schema = Schema(
         name="crop_mirror_normalize",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("crop", "float_list", None, "Crop (height, width); excludes crop_h/crop_w."),
@@ -289,3 +290,8 @@ class CropMirrorNormalize(Operator):
             out_of_bounds_policy=args["out_of_bounds_policy"],
             rounding=args["rounding"],
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.crop_mirror_normalize_gpu(self, inputs, args, ctx)
