@@ -1,0 +1,86 @@
+"""The GPU path inside pipelines: mixed decoding and GPU operators agree with the CPU path."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from chute import Iterator, LastBatchPolicy
+
+pytestmark = pytest.mark.gpu
+cp = pytest.importorskip("cupy")
+pytest.importorskip("nvidia.nvimgcodec")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("jpegs")
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        h, w = int(rng.integers(240, 400)), int(rng.integers(240, 400))
+        yy, xx = np.mgrid[0:h, 0:w]
+        img = np.stack([(xx * 255 // w), (yy * 255 // h), ((xx + yy) * 127 // (h + w))], -1)
+        img = np.clip(img + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+        d = root / f"c{i % 3}"
+        d.mkdir(exist_ok=True)
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, "JPEG", quality=92)
+        (d / f"{i}.jpg").write_bytes(buf.getvalue())
+    return str(root)
+
+
+def _batches(preset, folder, device):
+    from chute.benchmark.pipelines import PRESETS
+
+    pipe = PRESETS[preset](folder, 8, 4, device, seed=3)
+    it = Iterator(pipe, ["data", "label"], reader_name="Reader", last_batch_policy=LastBatchPolicy.DROP)
+    out = [(b["data"], b["label"]) for (b,) in it]
+    return pipe, out
+
+
+@pytest.mark.parametrize("preset", ["train", "val"])
+def test_gpu_pipeline_matches_cpu_pipeline(folder, preset):
+    from chute.benchmark.pipelines import STD
+    from chute.tensors.gpu import TensorListGPU
+
+    cpu_pipe, cpu = _batches(preset, folder, "cpu")
+    gpu_pipe, gpu = _batches(preset, folder, "gpu")
+    assert len(cpu) == len(gpu) == 3
+    std = np.asarray(STD, np.float32).reshape(1, 3, 1, 1)
+    for (xc, lc), (xg, lg) in zip(cpu, gpu):
+        assert isinstance(xg, TensorListGPU) and xg.layout() == "CHW" and xg.dtype == np.float16
+        np.testing.assert_array_equal(lc.as_array(), lg.as_cpu().as_array())
+        a = xc.as_array().astype(np.float32) * std
+        b = xg.as_cpu().as_array().astype(np.float32) * std
+        diff = np.abs(a - b)  # in pixel levels: decode (IDCT) and resampling differ slightly
+        assert diff.mean() < 1.5, diff.mean()
+        assert np.percentile(diff, 99) < 8, np.percentile(diff, 99)
+    cpu_pipe.close()
+    gpu_pipe.close()
+
+
+def test_gpu_batch_zero_copy_into_torch_and_cupy(folder):
+    torch = pytest.importorskip("torch")
+    pipe, batches = _batches("train", folder, "gpu")
+    x = batches[0][0]
+    t = torch.from_dlpack(x)
+    assert t.is_cuda and t.shape == (8, 3, 224, 224) and t.dtype == torch.float16
+    assert t.data_ptr() == x.as_array().data.ptr
+    c = cp.from_dlpack(x)
+    assert c.data.ptr == x.as_array().data.ptr
+    pipe.close()
+
+
+def test_gpu_ops_without_device_id_fail_clearly(folder):
+    from chute import fn, pipeline_def
+
+    @pipeline_def(batch_size=2, num_threads=1, seed=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=folder)
+        return fn.decoders.image(jpegs, device="mixed")
+
+    with pytest.raises(ValueError, match="device_id is None"):
+        pipe().build()
