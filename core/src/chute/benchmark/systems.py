@@ -38,9 +38,11 @@ def rrc_window(h: int, w: int, rng: random.Random) -> tuple[int, int, int, int]:
     return 0, 0, h, w
 
 
-def dali_batches(preset: str, root: str, batch: int, threads: int, device: str) -> Iterator[Any]:
+def dali_batches(
+    preset: str, root: str, batch: int, threads: int, device: str, cpu_decode: bool = False
+) -> Iterator[Any]:
+    """DALI's version; with ``cpu_decode`` decoding and resizing stay on the CPU (DALI's CPU path)."""
     from nvidia.dali import fn, pipeline_def, types
-    from nvidia.dali.plugin.base_iterator import LastBatchPolicy  # noqa: F401
 
     gpu = device == "gpu"
 
@@ -55,7 +57,7 @@ def dali_batches(preset: str, root: str, batch: int, threads: int, device: str) 
         jpegs, labels = fn.readers.file(
             file_root=root, random_shuffle=preset == "train", name="Reader"
         )
-        dev = "mixed" if gpu else "cpu"
+        dev = "mixed" if gpu and not cpu_decode else "cpu"
         if preset == "train":
             images = fn.decoders.image_random_crop(
                 jpegs,
@@ -194,9 +196,21 @@ def chute_gen(preset: str, root: str, batch: int, threads: int, device: str) -> 
     return chute_batches(preset, root, batch, threads, device)
 
 
+def chute_cpu_gen(preset: str, root: str, batch: int, threads: int, device: str) -> Iterator[Any]:
+    return chute_gen(preset, root, batch, threads, "cpu")
+
+
+def dali_cpu_batches(
+    preset: str, root: str, batch: int, threads: int, device: str
+) -> Iterator[Any]:
+    return dali_batches(preset, root, batch, threads, device, cpu_decode=True)
+
+
 SYSTEMS = {
     "chute": chute_gen,
+    "chute-cpu": chute_cpu_gen,
     "dali": dali_batches,
+    "dali-cpu": dali_cpu_batches,
     "tv-gpu": tv_gpu_batches,
     "pil-loader": pil_loader_batches,
     "pil-threads": pil_threads_batches,
