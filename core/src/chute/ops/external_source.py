@@ -180,7 +180,11 @@ class ExternalSourceReader:
         self.dtypes = _per_output(node.arg("dtype"), self.num_outputs)
         self.ndim = node.arg("ndim")
         self.device = node.device
-        self._seen_ndim: list[int | None] = [self.ndim] * self.num_outputs
+        # A layout fixes the dimensions as ndim does ("HWC": 3), as infer() told the graph.
+        self._seen_ndim: list[int | None] = [
+            self.ndim if self.ndim is not None else (len(lay) if lay else None)
+            for lay in _per_output(node.arg("layout"), self.num_outputs)
+        ]
         self._seen_dtype: list[Any] = list(self.dtypes)
         self._feed: collections.deque = collections.deque()
         self._fed = threading.Condition()
@@ -332,7 +336,8 @@ class ExternalSourceReader:
             if nd is not None and s.ndim != nd:
                 raise ValueError(
                     f"{self.label}: output {out}, sample {i} has {s.ndim} dimensions "
-                    f"(shape {tuple(s.shape)}), expected {nd}"
+                    f"(shape {tuple(s.shape)}), expected {nd} (the ndim or layout argument, "
+                    "or earlier batches)"
                 )
             self._seen_ndim[out] = s.ndim
         return samples
