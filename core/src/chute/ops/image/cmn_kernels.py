@@ -259,7 +259,11 @@ def crop_mirror_normalize(
     elif out.shape != shape or out.dtype != out_dtype:
         raise ValueError(f"out is {out.shape} {out.dtype}, expected {shape} {out_dtype}")
 
-    inv = float(scale) / _per_channel(std, channels, "std")
+    std_values = _per_channel(std, channels, "std")
+    if not np.all(np.isfinite(std_values)) or np.any(std_values == 0):
+        # A zero std would silently fill the output with inf/nan.
+        raise ValueError(f"std must be finite and nonzero per channel, got {std_values.tolist()}")
+    inv = float(scale) / std_values
     gain = inv
     bias = float(shift) - _per_channel(mean, channels, "mean") * inv
     cw = window.shape[1]
