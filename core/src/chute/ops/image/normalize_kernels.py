@@ -217,6 +217,9 @@ def statistics(
     A given ``stddev`` gives the variance directly; with only ``mean`` given the variance is
     taken around that mean. Kept axes must have equal extents across samples.
     """
+    for name, value in (("mean", mean), ("stddev", stddev)):
+        if value is not None:
+            _check_broadcast(name, np.shape(value), samples, axes)
     if mean is not None and stddev is not None:
         return np.asarray(mean, dtype=np.float64), np.square(np.asarray(stddev, dtype=np.float64))
     kept = {tuple(n for i, n in enumerate(s.shape) if i not in axes) for s in samples}
@@ -234,6 +237,22 @@ def statistics(
     if stddev is not None:
         var = np.square(np.asarray(stddev, dtype=np.float64))
     return computed_mean, var
+
+
+def _check_broadcast(
+    name: str, shape: tuple[int, ...], samples: Sequence[np.ndarray], axes: tuple[int, ...]
+) -> None:
+    """Raise a readable error when a given mean/stddev cannot apply to the samples."""
+    for s in samples:
+        try:
+            np.broadcast_shapes(shape, s.shape)
+        except ValueError:
+            reduced = tuple(1 if i in axes else n for i, n in enumerate(s.shape))
+            raise ValueError(
+                f"argument '{name}' has shape {shape}, which does not fit samples of shape "
+                f"{s.shape}; give a scalar or an array of shape {reduced} (the sample shape "
+                f"with the reduced axes {tuple(axes)} set to 1)"
+            ) from None
 
 
 def normalize_batch(
