@@ -1,4 +1,4 @@
-"""The ``chute`` command: ``chute demo``, ``chute bench``."""
+"""The ``chute`` command: ``chute demo``, ``chute bench``, ``chute check``."""
 
 from __future__ import annotations
 
@@ -142,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--json", default=None)
     bench.add_argument("--png", default=None)
     bench.set_defaults(run=_bench)
+
+    from chute.check import add_parser as add_check_parser
+
+    add_check_parser(sub)  # chute check PATH [--recursive] [--jobs N] [--all] [--json]
 
     args = parser.parse_args(argv)
     return args.run(args)
