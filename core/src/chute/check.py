@@ -1,0 +1,196 @@
+"""``chute check``: decode every image of a dataset folder and report the files that fail.
+
+Run it before training to find what ``on_error="skip"`` would skip: empty,
+truncated, corrupt, unsupported or oversized files, and files that cannot be
+read. Each file is decoded in full by the same CPU decoder the pipeline uses
+(``fn.decoders.image``), on a pool of threads (the decoders release the GIL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from chute.ops.decoders.image_codec import decode
+from chute.ops.readers.file import IMAGE_FILTERS
+
+__all__ = ["BadFile", "CheckReport", "check", "check_file", "find_images"]
+
+# Reason categories for the summary, matched in order against the decoder's message.
+_CATEGORIES = (
+    ("cannot read", "unreadable"),
+    ("empty input", "empty file"),
+    ("max_pixels", "too large"),
+    ("unsupported format", "unsupported format"),
+    ("not an image", "not an image"),
+    ("truncated", "truncated"),
+    ("premature end", "truncated"),
+)
+
+
+@dataclass(frozen=True)
+class BadFile:
+    """A file that failed: its path, the decoder's reason and a category for the summary."""
+
+    path: str
+    reason: str
+    category: str
+
+
+@dataclass
+class CheckReport:
+    """What ``check`` found: how many files, which failed and why."""
+
+    root: str
+    files: int = 0
+    bad: list[BadFile] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def by_category(self) -> dict[str, int]:
+        """Bad files per reason category, most frequent first."""
+        return dict(Counter(b.category for b in self.bad).most_common())
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain data (what ``chute check --json`` prints)."""
+        return {
+            "root": self.root,
+            "files": self.files,
+            "bad": len(self.bad),
+            "by_reason": self.by_category(),
+            "errors": [
+                {"path": b.path, "reason": b.reason, "category": b.category} for b in self.bad
+            ],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def category(reason: str) -> str:
+    """A short name for the kind of failure, for the summary."""
+    lowered = reason.lower()
+    for fragment, name in _CATEGORIES:
+        if fragment in lowered:
+            return name
+    return "corrupt"
+
+
+def find_images(
+    path: str,
+    recursive: bool = False,
+    all_files: bool = False,
+    filters: Iterable[str] = IMAGE_FILTERS,
+) -> list[str]:
+    """Files under ``path`` matching the reader's image filters (any file with ``all_files``)."""
+    if os.path.isfile(path):
+        return [path]
+    patterns = tuple(p.lower() for p in filters)
+
+    def wanted(name: str) -> bool:
+        return all_files or any(fnmatch.fnmatchcase(name.lower(), p) for p in patterns)
+
+    found = []
+    if recursive:
+        for dirpath, dirnames, names in os.walk(path):
+            dirnames.sort()
+            found += [os.path.join(dirpath, n) for n in sorted(names) if wanted(n)]
+    else:
+        with os.scandir(path) as entries:
+            found = sorted(e.path for e in entries if e.is_file() and wanted(e.name))
+    return found
+
+
+def check_file(path: str) -> str | None:
+    """Decode one file as ``fn.decoders.image`` would; None when it is fine, else the reason."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    try:
+        decode(data)
+    except ValueError as exc:  # DecodeError and bad headers
+        return str(exc)
+    except Exception as exc:  # anything else a codec raises is also a bad file, not a crash
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def check(
+    path: str,
+    recursive: bool = False,
+    jobs: int | None = None,
+    all_files: bool = False,
+    progress: bool = True,
+) -> CheckReport:
+    """Decode every image under ``path`` on ``jobs`` threads and return what failed."""
+    start = time.perf_counter()
+    files = find_images(path, recursive, all_files)
+    report = CheckReport(root=path, files=len(files))
+    jobs = jobs or os.cpu_count() or 1
+    from tqdm import tqdm
+
+    with (
+        ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="chute-check") as pool,
+        tqdm(total=len(files), unit="file", file=sys.stderr, disable=not progress) as bar,
+    ):
+        # map keeps the file order, so reports are stable whatever the thread count.
+        for file, reason in zip(files, pool.map(check_file, files)):
+            bar.update()
+            if reason is not None:
+                report.bad.append(BadFile(file, reason, category(reason)))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``check`` sub-command to the ``chute`` command's sub-parsers."""
+    parser = sub.add_parser(
+        "check",
+        help="decode every image of a folder and list the files that fail",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument("path", help="folder (or file) to check")
+    parser.add_argument("--recursive", "-r", action="store_true", help="descend into subfolders")
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=None, help="decoding threads (default: CPU count)"
+    )
+    parser.add_argument(
+        "--all", dest="all_files", action="store_true", help="check every file, not only images"
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON report")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(run=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``chute check``: 0 when every file decodes, 1 when some do not, 2 on usage errors."""
+    if not os.path.exists(args.path):
+        print(f"chute check: {args.path}: no such file or folder", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"chute check: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    report = check(args.path, args.recursive, args.jobs, args.all_files, not args.no_progress)
+    if report.files == 0:
+        hint = "" if args.recursive else "; images in subfolders need --recursive"
+        print(f"chute check: no image files in {args.path}{hint}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        for bad in report.bad:
+            print(f"{bad.path}: {bad.reason}")
+        summary = ", ".join(f"{name} {n}" for name, n in report.by_category().items())
+        print(
+            f"checked {report.files} files in {report.seconds:.1f} s: {len(report.bad)} bad"
+            + (f" ({summary})" if summary else "")
+        )
+    return 1 if report.bad else 0
