@@ -65,7 +65,9 @@ class BatchArgs:
     def column(self, name: str) -> list[Any]:
         """The converted value of an argument for each sample."""
         if name in self.columns:
-            return [self.sample(i)[name] for i in range(self.n)]
+            arg = self.node.schema.arg(name)
+            label = self.node.schema.display_name
+            return [arg.convert(label, v) for v in self.columns[name]]
         return [self.node.arg(name)] * self.n
 
     def __getitem__(self, name: str) -> Any:

@@ -41,19 +41,18 @@ def _gpu_list(samples: list, layout: str, ctx: Any) -> Any:
     return TensorListGPU(samples, layout, ctx.stream, ctx.device_id)
 
 
-def decode_mixed(inputs: list, args: Any, ctx: Any, windows: list | None = None) -> Any:
-    """Decode a batch of encoded samples to GPU HWC images, optionally cropped to ``windows``."""
+def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -> Any:
+    """Decode a batch of encoded samples to GPU HWC images (random crops with ``random_crop``)."""
     (encoded,) = inputs
-    first = args.sample(0) if args.n else None
-    out_type = str(first["output_type"]) if first is not None else "RGB"
-    if first is not None and to_dtype(first["dtype"] or np.uint8) != np.uint8:
+    out_type = str(args["output_type"])
+    if to_dtype(args["dtype"] or np.uint8) != np.uint8:
         raise ValueError("device='mixed' decodes to uint8; cast afterwards for other types")
     if out_type not in ("RGB", "BGR", "GRAY"):
         raise ValueError(f"device='mixed' supports output_type RGB, BGR or GRAY, not {out_type}")
-    hw_load = first["hw_decoder_load"] if first is not None else None
-    decoder = _decoder(ctx.device_id, hw_load)
-    rois = None if windows is None else [tuple(float(v) for v in w) for w in windows]
-    result = decoder.decode(list(encoded), rois=rois, output_type=out_type, stream=ctx.stream)
+    decoder = _decoder(ctx.device_id, args["hw_decoder_load"])
+    parsed = decoder.parse(list(encoded))
+    rois = random_crop_windows(parsed.shapes, args, ctx) if random_crop else None
+    result = decoder.decode(parsed, rois=rois, output_type=out_type, stream=ctx.stream)
     for i, err in enumerate(result.errors):
         if err is not None:
             path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
@@ -63,30 +62,28 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: list | None = None)
     return batch
 
 
-def random_crop_windows(inputs: list, args: Any, ctx: Any) -> list:
-    """The random windows of decoders.image_random_crop: the CPU backend's, sample by sample."""
-    from chute.ops.decoders.crop_window import random_crop_window
-    from chute.ops.decoders.image_codec import peek_shape
+def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
+    """The windows of decoders.image_random_crop: the CPU backend's, from the same streams.
 
-    windows = []
-    for i, encoded in enumerate(inputs[0]):
-        a = args.sample(i)
-        height, width, _ = peek_shape(encoded, a["adjust_orientation"])
-        windows.append(
-            random_crop_window(
-                height,
-                width,
-                area=a["random_area"],
-                aspect_ratio=a["random_aspect_ratio"],
-                num_attempts=a["num_attempts"],
-                rng=ctx.rng(i),
+    Shapes come from the code streams' headers (before EXIF orientation, which
+    training JPEGs rarely carry).
+    """
+    from chute.ops.decoders.crop_window import random_crop_window
+
+    area, ratio, attempts = args["random_area"], args["random_aspect_ratio"], args["num_attempts"]
+    return [
+        tuple(
+            float(v)
+            for v in random_crop_window(
+                int(h), int(w), area=area, aspect_ratio=ratio, num_attempts=attempts, rng=ctx.rng(i)
             )
         )
-    return windows
+        for i, (h, w) in enumerate(shapes)
+    ]
 
 
 def image_random_crop_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
-    return decode_mixed(inputs, args, ctx, random_crop_windows(inputs, args, ctx))
+    return decode_mixed(inputs, args, ctx, random_crop=True)
 
 
 def image_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -108,12 +105,16 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     samples = batch.samples()
     sizes = []
     windows = []
-    for i, x in enumerate(samples):
-        a = args.sample(i)
-        h, w = x.shape[:2]
-        sizes.append(resize_output_size(h, w, **_size_kwargs(a)))
-        windows.append(_roi_window(a, h, w))
+    constant = not args.columns
+    cache: dict[tuple[int, int], tuple[int, int]] = {}
     first = args.sample(0)
+    for i, x in enumerate(samples):
+        a = first if constant else args.sample(i)
+        h, w = x.shape[:2]
+        if not constant or (h, w) not in cache:
+            cache[(h, w)] = resize_output_size(h, w, **_size_kwargs(a))
+        sizes.append(cache[(h, w)])
+        windows.append(_roi_window(a, h, w))
     uniform = len({tuple(s) for s in sizes}) == 1
     out = kernels.resize_batch(
         samples,
@@ -185,6 +186,10 @@ def random_resized_crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     return _wrap(out, batch.layout() or "HWC", ctx)
 
 
+def _value(args: Any, name: str, i: int) -> Any:
+    return args.sample(i)[name] if args.is_per_sample(name) else args[name]
+
+
 def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.crop_mirror_normalize on the GPU: crop + mirror + normalize + layout + cast, one launch."""
     from chute.gpu import kernels
@@ -192,49 +197,58 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
     (batch,) = inputs
     samples = batch.samples()
     n = len(samples)
-    crops, pos, mirror, mean, std = [], [], [], [], []
-    for i, x in enumerate(samples):
-        a = args.sample(i)
-        h, w = x.shape[:2]
-        crop = a["crop"]
-        ch, cw = (crop[0], crop[1]) if crop else (a["crop_h"] or h, a["crop_w"] or w)
+    channels = samples[0].shape[2] if n else 3
+    per_sample = any(
+        args.is_per_sample(k) for k in ("crop", "crop_h", "crop_w", "mean", "std", "scale", "shift")
+    )
+    rows = range(n) if per_sample else range(min(n, 1))
+    crops, mean, std = [], [], []
+    for i in rows:
+        h, w = samples[i].shape[:2]
+        crop = _value(args, "crop", i)
+        ch = crop[0] if crop else (_value(args, "crop_h", i) or h)
+        cw = crop[1] if crop else (_value(args, "crop_w", i) or w)
         crops.append((round(ch), round(cw)))
-        pos.append((a["crop_pos_y"], a["crop_pos_x"]))
-        mirror.append(bool(a["mirror"]))
-        scale, shift = a["scale"], a["shift"]
-        m = np.asarray(a["mean"], np.float32)
-        s = np.asarray(a["std"], np.float32)
+        m = np.asarray(_value(args, "mean", i), np.float32)
+        s = np.asarray(_value(args, "std", i), np.float32) / _value(args, "scale", i)
         # (x - m) / s * scale + shift == (x - m') / s' with s' = s / scale, m' = m - shift * s'
-        s2 = s / scale
-        mean.append(np.broadcast_to(m - shift * s2, (x.shape[2],)))
-        std.append(np.broadcast_to(s2, (x.shape[2],)))
-    if len(set(crops)) != 1:
+        mean.append(np.broadcast_to(m - _value(args, "shift", i) * s, (channels,)))
+        std.append(np.broadcast_to(s, (channels,)))
+    if len(set(crops)) > 1:
         raise ValueError(
             f"on the GPU every sample needs the same crop size, got {sorted(set(crops))[:4]}"
         )
-    first = args.sample(0)
-    if first["out_of_bounds_policy"] == "error":
-        for i, (x, (ch, cw)) in enumerate(zip(samples, crops)):
-            if ch > x.shape[0] or cw > x.shape[1]:
+    if not crops:
+        crops = [(0, 0)]
+    if args["out_of_bounds_policy"] == "error":
+        for i, x in enumerate(samples):
+            if crops[0][0] > x.shape[0] or crops[0][1] > x.shape[1]:
                 raise ValueError(
-                    f"sample {i}: crop window ({ch}, {cw}) leaves the {x.shape[0]}x{x.shape[1]} "
+                    f"sample {i}: crop window {crops[0]} leaves the {x.shape[0]}x{x.shape[1]} "
                     "image; set out_of_bounds_policy='pad'"
                 )
-    fill = np.asarray(first["fill_values"], np.float32)
+    pos = np.stack(
+        [
+            np.asarray(args.column("crop_pos_y"), np.float64),
+            np.asarray(args.column("crop_pos_x"), np.float64),
+        ],
+        axis=1,
+    )
+    fill = np.asarray(_value(args, "fill_values", 0), np.float32)
     out = kernels.crop_mirror_normalize_batch(
         samples,
         crops[0],
-        crop_pos=np.asarray(pos, np.float64),
-        mirror=np.asarray(mirror),
-        mean=np.stack(mean) if n else 0.0,
-        std=np.stack(std) if n else 1.0,
-        dtype=to_dtype(first["dtype"]),
-        layout=first["output_layout"],
+        crop_pos=pos,
+        mirror=np.asarray(args.column("mirror"), bool),
+        mean=np.stack(mean) if per_sample else mean[0],
+        std=np.stack(std) if per_sample else std[0],
+        dtype=to_dtype(args["dtype"]),
+        layout=args["output_layout"],
         fill=float(fill[0]) if fill.size == 1 else fill,
-        out_channels=4 if first["pad_output"] else None,
+        out_channels=4 if args["pad_output"] else None,
         stream=ctx.stream,
     )
-    return _wrap(out, first["output_layout"], ctx)
+    return _wrap(out, args["output_layout"], ctx)
 
 
 def flip_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
