@@ -36,7 +36,9 @@ def _batches(preset, folder, device):
     from chute.benchmark.pipelines import PRESETS
 
     pipe = PRESETS[preset](folder, 8, 4, device, seed=3)
-    it = Iterator(pipe, ["data", "label"], reader_name="Reader", last_batch_policy=LastBatchPolicy.DROP)
+    it = Iterator(
+        pipe, ["data", "label"], reader_name="Reader", last_batch_policy=LastBatchPolicy.DROP
+    )
     out = [(b["data"], b["label"]) for (b,) in it]
     return pipe, out
 

@@ -26,8 +26,8 @@ from chute.ops.geometry.crop_ops import Crop, Erase, Flip, Pad, Paste, Slice
 from chute.ops.geometry.resize_ops import RandomResizedCrop, Resize, ResizeCropMirror
 from chute.ops.geometry.transform_ops import CoordFlip, CoordTransform
 from chute.ops.geometry.warp_ops import Jitter, Rotate, Sphere, WarpAffine, Water
-from chute.ops.io import GetProperty
 from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
+from chute.ops.io import GetProperty
 from chute.ops.python import PythonFunction
 from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
 
