@@ -18,8 +18,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("chute.torch needs torch; install it with: pip install torch") from exc
 
+from chute.torch import proxy
 from chute.torch._dataset import IterableDataset
 from chute.torch._iterator import ClassificationIterator, DataIterator, shard_info, to_torch
+from chute.torch.python_function import TorchPythonFunction, fn, torch_python_function
 from chute.types import LastBatchPolicy
 
 __all__ = [
@@ -27,6 +29,10 @@ __all__ = [
     "DataIterator",
     "IterableDataset",
     "LastBatchPolicy",
+    "TorchPythonFunction",
+    "fn",
+    "proxy",
     "shard_info",
     "to_torch",
+    "torch_python_function",
 ]
