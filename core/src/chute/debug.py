@@ -218,9 +218,12 @@ class DebugPipeline(Pipeline):
         return []
 
     def close(self) -> None:
-        """Close the sources and the worker pool."""
+        """Close the sources, the worker pool and worker processes."""
         if self._finalizer is not None:
             self._finalizer()
+        from chute.ops.parallel import close_worker_processes
+
+        close_worker_processes(self)
         self._closed = True
 
     def _reader(self, name: str | None) -> Any:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
 
+from chute.executor.context import OperatorError
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.graph.trace import current_pipeline
 from chute.ops._base import ArgView, Operator
 
 
@@ -17,7 +20,13 @@ class PythonFunction(Operator):
 
     Per-sample calls run on the pipeline's worker threads, so the function
     must be thread-safe; NumPy and OpenCV code releases the GIL and runs in
-    parallel. With ``num_outputs`` > 1 the function returns a tuple.
+    parallel. Pure-Python code that holds the GIL runs in parallel with
+    ``parallel=True``: in the pipeline's ``py_num_workers`` processes
+    (``py_start_method``; under "spawn" the function must be picklable, e.g.
+    defined at module level). With ``device="gpu"`` the function gets and
+    returns CuPy arrays, called on the pipeline's CUDA stream. With
+    ``num_outputs`` > 1 the function returns a tuple. The function must not
+    modify its inputs in place: they may be shared with other operators.
     """
 
     schema = Schema(
@@ -44,6 +53,14 @@ class PythonFunction(Operator):
                 per_sample=False,
             ),
             Arg(
+                "parallel",
+                "bool",
+                False,
+                "Run in the pipeline's py_num_workers processes instead of threads "
+                "(for code that holds the GIL).",
+                per_sample=False,
+            ),
+            Arg(
                 "synchronize_stream",
                 "bool",
                 True,
@@ -51,6 +68,7 @@ class PythonFunction(Operator):
                 per_sample=False,
             ),
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -59,14 +77,30 @@ class PythonFunction(Operator):
         if args.get("num_outputs", 1) < 0:
             raise ValueError("fn.python_function: argument 'num_outputs' must be >= 0")
 
+        if args.get("parallel") and arg_inputs:
+            raise TypeError("fn.python_function: parallel=True takes no per-sample arguments")
+
     @property
     def kind(self) -> str:  # type: ignore[override]
-        return "batch" if self.init_args.get("batch_processing") else "sample"
+        batch = self.init_args.get("batch_processing") or self.init_args.get("parallel")
+        return "batch" if batch else "sample"
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        if "batch_processing" in kwargs:
-            self.init_args = {**self.init_args, "batch_processing": kwargs["batch_processing"]}
-        return super().__call__(*inputs, **kwargs)
+        for key in ("batch_processing", "parallel"):
+            if key in kwargs:
+                self.init_args = {**self.init_args, key: kwargs[key]}
+        pipe = current_pipeline()
+        out = super().__call__(*inputs, **kwargs)
+        # the node just added: where setup() finds py_num_workers / py_start_method
+        pipe._graph.nodes[-1].pipeline_ref = weakref.ref(pipe)
+        return out
+
+    def setup(self, node: OpNode) -> Any:
+        if node.arg("parallel") and node.device == "cpu":
+            from chute.ops.parallel import pool_for_node
+
+            return pool_for_node(node, node.arg("function"))
+        return None
 
     def num_outputs(self, args: dict[str, Any]) -> int:
         return args.get("num_outputs", 1)
@@ -88,8 +122,65 @@ class PythonFunction(Operator):
 
     def run_batch(self, inputs: list[list[Any]], args: Any, ctx: Any) -> Any:
         batches = [x if isinstance(x, list) else [x.at(i) for i in range(len(x))] for x in inputs]
-        result = args["function"](*batches)
         n = len(ctx.node.outputs)
+        if ctx.state is not None:  # parallel=True: the process pool
+            return self._run_in_processes(batches, args, ctx)
+        result = args["function"](*batches)
+        return self._check_batch(result, batches, n)
+
+    def _run_in_processes(self, batches: list[list[Any]], args: Any, ctx: Any) -> Any:
+        from chute.ops.parallel import WorkerError
+
+        n = len(ctx.node.outputs)
+        try:
+            if args["batch_processing"]:
+                outs = ctx.state.call_batch(batches, n)
+                return self._check_batch(outs[0] if n == 1 else outs, batches, n)
+            size = len(batches[0]) if batches else len(ctx.meta)
+            per_sample = ctx.state.map_samples(
+                [tuple(b[i] for b in batches) for i in range(size)], n
+            )
+        except WorkerError as exc:
+            info = ctx.meta[exc.index].get("source_info") if exc.index is not None else None
+            raise OperatorError(ctx.node, exc.index, ctx.iteration, exc, info) from exc
+        if n == 1:
+            return [s[0] for s in per_sample]
+        return tuple([s[k] for s in per_sample] for k in range(n))
+
+    def run_gpu(self, inputs: list[Any], args: Any, ctx: Any) -> Any:
+        """device="gpu": the function gets CuPy arrays on the pipeline's stream."""
+        from chute.gpu.runtime import cupy_module
+        from chute.tensors.gpu import TensorListGPU
+
+        cp = cupy_module()
+        batches = [x.samples() if hasattr(x, "samples") else list(x) for x in inputs]
+        n = len(ctx.node.outputs)
+        size = len(batches[0]) if batches else len(ctx.meta)
+        function = args["function"]
+        if args["batch_processing"]:
+            result = function(*batches)
+            outs = [result] if n == 1 else list(result)
+        else:
+            results = [function(*(b[i] for b in batches)) for i in range(size)]
+            if n != 1:
+                for i, r in enumerate(results):
+                    if not isinstance(r, (tuple, list)) or len(r) != n:
+                        raise ValueError(
+                            f"the function must return {n} outputs (num_outputs={n}) for "
+                            f"sample {i}, got {type(r).__name__}"
+                        )
+            outs = [results] if n == 1 else [[r[k] for r in results] for k in range(n)]
+        layouts = ctx.node.arg("output_layouts")
+        layouts = list(layouts) if isinstance(layouts, (list, tuple)) else [layouts] * n
+        lists = []
+        for k, out in enumerate(outs):
+            samples = [cp.asarray(s) for s in out]
+            if len(samples) != size:
+                raise ValueError(f"output {k} has {len(samples)} samples for a batch of {size}")
+            lists.append(TensorListGPU(samples, layouts[k] or "", ctx.stream, ctx.device_id))
+        return lists[0] if n == 1 else tuple(lists)
+
+    def _check_batch(self, result: Any, batches: list[list[Any]], n: int) -> Any:
         outs = [result] if n == 1 else list(result)
         checked = []
         for k, out in enumerate(outs):
