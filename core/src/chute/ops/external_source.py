@@ -90,7 +90,8 @@ class ExternalSource(Operator):
                 "parallel",
                 "bool",
                 False,
-                "Accepted; callbacks run in the reader thread.",
+                "Run a callable source in the pipeline's py_num_workers processes "
+                "(py_start_method), a batch ahead, results through shared memory.",
                 per_sample=False,
             ),
             Arg(
@@ -148,6 +149,10 @@ class ExternalSource(Operator):
         return specs
 
     def open(self, node: OpNode, pipeline: Any) -> ExternalSourceReader:
+        if node.arg("parallel"):
+            from chute.ops.parallel import ParallelExternalSourceReader
+
+            return ParallelExternalSourceReader(node, pipeline)
         return ExternalSourceReader(node)
 
 
