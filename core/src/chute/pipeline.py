@@ -294,6 +294,9 @@ class Pipeline:
         """Stop worker threads and close files; the pipeline cannot run afterwards."""
         if self._finalizer is not None:
             self._finalizer()
+        from chute.ops.parallel import close_worker_processes
+
+        close_worker_processes(self)  # python_function(parallel=True) processes
         self._closed = True
 
     # ---- reader information ----------------------------------------------------------------
