@@ -18,7 +18,7 @@ FRAMEWORKS = {
 nox.options.sessions = ["lint", "core", *FRAMEWORKS]
 nox.options.reuse_existing_virtualenvs = True
 
-TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy"]
 
 
 @nox.session

@@ -38,15 +38,16 @@ def _gpu_used_mb() -> float | None:
 def _sync(batch: Any) -> None:
     """Wait for the GPU work behind ``batch`` (no-op on the CPU)."""
     module = type(batch).__module__
-    if module.startswith("torch"):
+    if module.startswith("nvidia.dali"):
+        if "GPU" in type(batch).__name__:
+            batch.as_cpu()
+    elif module.startswith("torch"):
         import torch
 
         if batch.is_cuda:
             torch.cuda.synchronize()
-    elif hasattr(batch, "as_cpu") and hasattr(batch, "stream") and batch.stream is not None:
+    elif module.startswith("chute") and getattr(batch, "stream", None) is not None:
         batch.stream.synchronize()
-    elif module.startswith("nvidia.dali") and "GPU" in type(batch).__name__:
-        batch.as_cpu()
 
 
 def time_system(gen: Any, batch: int, warmup: int, iters: int, reps: int) -> dict[str, Any]:
