@@ -8,6 +8,15 @@ Each function has its operator's real signature and docstring
 from __future__ import annotations
 
 from chute.fn import decoders, io, math, random, readers, transforms
+from chute.fn.audio_video import (
+    audio_resample,
+    mel_filter_bank,
+    mfcc,
+    nonsilent_region,
+    preemphasis_filter,
+    spectrogram,
+    to_decibels,
+)
 from chute.ops._base import make_fn
 from chute.ops.color.color_ops import (
     Brightness,
@@ -32,6 +41,7 @@ from chute.ops.python import PythonFunction
 from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
 
 __all__ = [
+    "audio_resample",
     "brightness",
     "brightness_contrast",
     "cast",
@@ -56,10 +66,14 @@ __all__ = [
     "jitter",
     "lookup_table",
     "math",
+    "mel_filter_bank",
+    "mfcc",
+    "nonsilent_region",
     "normalize",
     "pad",
     "paste",
     "peek_image_shape",
+    "preemphasis_filter",
     "python_function",
     "random",
     "random_resized_crop",
@@ -71,8 +85,10 @@ __all__ = [
     "saturation",
     "shapes",
     "slice",
+    "spectrogram",
     "sphere",
     "stack",
+    "to_decibels",
     "transforms",
     "transpose",
     "warp_affine",

@@ -8,6 +8,15 @@ live in this package too (one family per module).
 from __future__ import annotations
 
 from chute.ops import decoders, random, readers
+from chute.ops.audio import (
+    MFCC,
+    AudioResample,
+    MelFilterBank,
+    NonsilentRegion,
+    PreemphasisFilter,
+    Spectrogram,
+    ToDecibels,
+)
 from chute.ops.color.color_ops import (
     Brightness,
     BrightnessContrast,
@@ -32,6 +41,7 @@ from chute.ops.random import Choice, CoinFlip, Normal, Uniform
 from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
 
 __all__ = [
+    "AudioResample",
     "Brightness",
     "BrightnessContrast",
     "Cast",
@@ -54,11 +64,15 @@ __all__ = [
     "Hue",
     "Jitter",
     "LookupTable",
+    "MFCC",
+    "MelFilterBank",
+    "NonsilentRegion",
     "Normal",
     "Normalize",
     "Pad",
     "Paste",
     "PeekImageShape",
+    "PreemphasisFilter",
     "PythonFunction",
     "RandomResizedCrop",
     "Reshape",
@@ -68,8 +82,10 @@ __all__ = [
     "Saturation",
     "Shapes",
     "Slice",
+    "Spectrogram",
     "Sphere",
     "Stack",
+    "ToDecibels",
     "Transpose",
     "Uniform",
     "WarpAffine",

@@ -1,0 +1,29 @@
+"""Audio operators (``ops.decoders.Audio`` lives in :mod:`chute.ops.decoders`' namespace too).
+
+The pure signal processing is in :mod:`chute.ops.audio.dsp`; decoding (through
+the optional ``soundfile`` package) in :mod:`chute.ops.audio.codec`.
+"""
+
+from __future__ import annotations
+
+from chute.ops.audio.audio_ops import (
+    MFCC,
+    AudioDecoder,
+    AudioResample,
+    MelFilterBank,
+    NonsilentRegion,
+    PreemphasisFilter,
+    Spectrogram,
+    ToDecibels,
+)
+
+__all__ = [
+    "AudioDecoder",
+    "AudioResample",
+    "MelFilterBank",
+    "MFCC",
+    "NonsilentRegion",
+    "PreemphasisFilter",
+    "Spectrogram",
+    "ToDecibels",
+]
