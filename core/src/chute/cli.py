@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(run=_demo)
 
     bench = sub.add_parser("bench", help="chute beside DALI, torchvision and Pillow, one run")
-    bench.add_argument("--preset", choices=("train", "val"), default="train")
+    bench.add_argument(
+        "--preset", choices=("train", "val", "decode", "random-crop"), default="train"
+    )
     bench.add_argument("--data", default=None, help="dataset folder (default: the demo's)")
     bench.add_argument("--n", type=int, default=2048)
     bench.add_argument(

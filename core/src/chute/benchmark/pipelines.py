@@ -72,7 +72,48 @@ def val_pipeline(
     return pipe()
 
 
-PRESETS = {"train": train_pipeline, "val": val_pipeline}
+def decode_pipeline(
+    root: str,
+    batch_size: int,
+    threads: int,
+    device: str = "cpu",
+    seed: int = 0,
+    random_crop: bool = False,
+    **kw: Any,
+) -> Any:
+    """readers.file -> decoders.image (or image_random_crop): decoding alone."""
+    from chute import fn, pipeline_def, types
+
+    gpu = device == "gpu"
+
+    @pipeline_def(
+        batch_size=batch_size, num_threads=threads, seed=seed, device_id=0 if gpu else None, **kw
+    )
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        dev = "mixed" if gpu else "cpu"
+        if random_crop:
+            images = fn.decoders.image_random_crop(jpegs, device=dev, output_type=types.RGB)
+        else:
+            images = fn.decoders.image(jpegs, device=dev, output_type=types.RGB)
+        return images, labels
+
+    return pipe()
+
+
+def random_crop_pipeline(
+    root: str, batch_size: int, threads: int, device: str = "cpu", seed: int = 0, **kw: Any
+) -> Any:
+    """readers.file -> decoders.image_random_crop: decoding of random-resized-crop windows."""
+    return decode_pipeline(root, batch_size, threads, device, seed, random_crop=True, **kw)
+
+
+PRESETS = {
+    "train": train_pipeline,
+    "val": val_pipeline,
+    "decode": decode_pipeline,
+    "random-crop": random_crop_pipeline,
+}
 
 
 def chute_batches(preset: str, root: str, batch_size: int, threads: int, device: str) -> Any:

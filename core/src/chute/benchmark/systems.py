@@ -58,6 +58,10 @@ def dali_batches(
             file_root=root, random_shuffle=preset == "train", name="Reader"
         )
         dev = "mixed" if gpu and not cpu_decode else "cpu"
+        if preset in ("decode", "random-crop"):
+            if preset == "decode":
+                return fn.decoders.image(jpegs, device=dev, output_type=types.RGB), labels
+            return fn.decoders.image_random_crop(jpegs, device=dev, output_type=types.RGB), labels
         if preset == "train":
             images = fn.decoders.image_random_crop(
                 jpegs,
@@ -169,6 +173,11 @@ def pil_threads_batches(
         rng = random.Random(seed)
         with Image.open(path) as im:
             im = im.convert("RGB")
+            if preset == "decode":
+                return np.asarray(im)
+            if preset == "random-crop":
+                top, left, h, w = rrc_window(im.height, im.width, rng)
+                return np.asarray(im.crop((left, top, left + w, top + h)))
             if preset == "train":
                 top, left, h, w = rrc_window(im.height, im.width, rng)
                 im = im.resize((224, 224), Image.BILINEAR, box=(left, top, left + w, top + h))
@@ -187,7 +196,8 @@ def pil_threads_batches(
         rng.shuffle(files)
         for s in range(0, len(files) - batch + 1, batch):
             chunk = [(f, rng.getrandbits(32)) for f, _ in files[s : s + batch]]
-            yield np.stack(list(pool.map(load, chunk)))
+            images = list(pool.map(load, chunk))
+            yield np.stack(images) if preset in ("train", "val") else images
 
 
 def chute_gen(preset: str, root: str, batch: int, threads: int, device: str) -> Iterator[Any]:
