@@ -13,10 +13,12 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass, field
+from time import perf_counter_ns
 from typing import Any
 
 from chute.executor.context import BatchContext, OperatorError, SampleContext
 from chute.executor.plan import Plan, Step
+from chute.executor.stats import ExecutorStats
 from chute.executor.workers import WorkerPool
 from chute.graph.node import DataNode, OpNode
 from chute.ops._base import ArgView
@@ -98,6 +100,7 @@ class Executor:
         self.depth = max(1, pipeline.prefetch_queue_depth)
         self.sources = {n.id: n.op.open(n, pipeline) for n in plan.sources}
         self.node_state = {n.id: n.op.setup(n) for s in plan.steps for n in s.nodes}
+        self.stats = ExecutorStats(plan.nodes)  # per-operator time and bytes, see stats.py
         self.epoch = 0
         self.iteration = 0
         self.gpu = None
@@ -126,7 +129,9 @@ class Executor:
         for node in self.plan.sources:
             source = self.sources[node.id]
             try:
+                start = perf_counter_ns()
                 outputs, node_meta = source.next_batch(self.batch_size, self.epoch, self.iteration)
+                elapsed = perf_counter_ns() - start
             except StopIteration:
                 raise
             except OperatorError:
@@ -152,6 +157,7 @@ class Executor:
                 outputs = [TensorListGPU(o, "", gpu.stream, gpu.device_id) for o in outputs]
             for i, out in enumerate(outputs):
                 values[(node.id, i)] = out
+            self.stats.add_call(node, elapsed, n, outputs)
             if node_meta is not None:
                 meta = node_meta
             states[node.id] = source.state() if hasattr(source, "state") else None
@@ -203,13 +209,16 @@ class Executor:
         ]
         current = [None] * n
         bad: dict[int, tuple[str, BaseException | str]] = {}
+        thread_stats = self.stats.local
 
         def work(i: int) -> None:
             if batch.meta[i].get("error"):
                 bad[i] = batch.meta[i]["error"]
                 return
+            acc = thread_stats()  # this worker's own counters: no lock per sample
             for node, ins, arg_ins, outs, seed, state, maskable in plans:
                 current[i] = node
+                start = perf_counter_ns()
                 try:
                     self._run_sample(node, ins, arg_ins, outs, seed, state, maskable, batch, i)
                 except Exception as exc:
@@ -217,6 +226,9 @@ class Executor:
                         raise
                     bad[i] = (node.label, exc)
                     return
+                rec = acc[node.id]
+                rec[0] += perf_counter_ns() - start
+                rec[1] += 1
 
         failures = self.pool.run(work, n)
         if failures:
@@ -227,6 +239,8 @@ class Executor:
             raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
         if bad:
             self._replace_bad_samples(batch, values, bad, self._fillers.get(id(step)))
+        for node in nodes:
+            self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
         if n:
             self._fillers[id(step)] = (
                 {k: v[0] for k, v in values.items() if isinstance(v, list) and len(v) == n},
@@ -341,6 +355,7 @@ class Executor:
             stream=self.gpu.stream if self.gpu else None,
             device_id=self.gpu.device_id if self.gpu else None,
         )
+        start = perf_counter_ns()
         try:
             if node.device in ("gpu", "mixed"):
                 with self.gpu.activate():
@@ -353,6 +368,8 @@ class Executor:
             raise OperatorError(node, None, batch.iteration, exc) from exc
         if len(node.outputs) == 1:
             result = [result]
+        # GPU steps: host time to queue the work (kernels run asynchronously on the stream).
+        self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
         for i, r in enumerate(result):
             values[(node.id, i)] = r
 
