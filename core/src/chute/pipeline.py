@@ -249,6 +249,30 @@ class Pipeline:
         """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch."""
         return list(self._executor.errors) if self._built else []
 
+    # ---- seeing the pipeline: graph, statistics (chute.visualize, chute.executor.stats) --
+    def graph(self, path: str | None = None, format: str = "dot") -> str:
+        """The operator graph as DOT text; with ``path``, also write it (.dot, .png, .svg, .pdf)."""
+        from chute.visualize import graph_dot, render_dot
+
+        if self._outputs is None:  # legacy define_graph(): trace it
+            self.build()
+        dot = graph_dot(self._graph.nodes, self._outputs)
+        if path is not None:
+            render_dot(dot, os.fspath(path), None if format == "dot" else format)
+        return dot
+
+    def executor_statistics(self) -> dict[str, dict[str, Any]]:
+        """Per operator name: fn, device, calls, samples, time and output bytes (DALI's keys)."""
+        return self._executor.stats.snapshot() if self._built else {}
+
+    def memory_stats(self) -> dict[str, Any]:
+        """Bytes of the latest batch's outputs on the host and GPU, and CuPy's pool when loaded."""
+        from chute.executor.stats import gpu_pool_bytes, memory_stats
+
+        if not self._built:
+            return {"host_output_bytes": 0, "gpu_output_bytes": 0, **(gpu_pool_bytes() or {})}
+        return memory_stats(self._plan, self._executor.stats)
+
     # ---- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The position after the last delivered batch: sources, epoch and iteration."""
