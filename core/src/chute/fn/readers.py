@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from chute.ops._base import make_fn
 from chute.ops.readers.file import FileReader
+from chute.ops.video import VideoReader
 
-__all__ = ["file"]
+__all__ = ["file", "video"]
 
 file = make_fn(FileReader)
+video = make_fn(VideoReader)

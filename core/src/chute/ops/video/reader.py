@@ -1,0 +1,413 @@
+"""fn.readers.video: sequences of frames from video files, with exact sharded epochs.
+
+At build time every file is indexed (packets only, in parallel) and cut into
+sequences of ``sequence_length`` frames, ``stride`` apart, starting every
+``step`` frames. The epoch plan (:mod:`chute.ops.readers.sharding`) then
+runs over that list of sequences, so shuffling, shards and padding work as
+for every other reader; the sequences of a batch are decoded on the
+pipeline's number of threads (PyAV releases the GIL while decoding).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chute.executor.workers import WorkerPool
+from chute.graph.node import OpNode
+from chute.graph.schema import REQUIRED, Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops._base import Operator
+from chute.ops.readers.file import READER_ARGS, check_shard_args
+from chute.ops.readers.sharding import EpochPlan
+from chute.ops.video.decoder import PAD_ARGS
+from chute.ops.video.frames import PAD_MODES, read_sequence
+from chute.ops.video.index import INDEX_CACHE, PacketIndex
+from chute.types import LastBatchPolicy
+
+VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg", ".ts")
+
+
+@dataclass(frozen=True)
+class Clip:
+    """One sample of the reader: a file, its label and the first frame."""
+
+    file: int
+    first_frame: int
+    label: int
+
+
+class VideoReader(Operator):
+    """Reads sequences of frames (FHWC uint8) from video files, with labels and frame numbers.
+
+    Outputs: video, then labels (with ``labels``, ``file_root`` or
+    ``file_list``), then the first frame's number (``enable_frame_num``),
+    then each frame's timestamp in seconds (``enable_timestamps``; -1 for
+    padding). ``file_list`` lines are "path label [start end]", with start
+    and end in frames or seconds (``file_list_format``). Needs PyAV
+    (``pip install 'chute[video]'``).
+    """
+
+    kind = "source"
+    schema = Schema(
+        name="readers.video",
+        num_outputs=4,
+        args=(
+            Arg("filenames", "str_list", None, "Video files.", per_sample=False),
+            Arg("labels", "int_list", None, "Labels of `filenames`.", per_sample=False),
+            Arg(
+                "file_root",
+                "str",
+                None,
+                "Folder of class subfolders (or base of file_list / filenames paths).",
+                per_sample=False,
+            ),
+            Arg(
+                "file_list",
+                "str",
+                None,
+                'Text file of "path label [start end]" lines.',
+                per_sample=False,
+            ),
+            Arg(
+                "file_list_format",
+                "str",
+                "timestamps",
+                "Units of file_list start/end: 'frames' or 'timestamps' (seconds).",
+                per_sample=False,
+                choices=("frames", "timestamps"),
+            ),
+            Arg(
+                "file_list_include_end",
+                "bool",
+                True,
+                "The end given in file_list is part of the range.",
+                per_sample=False,
+            ),
+            Arg("sequence_length", "int", REQUIRED, "Frames per sequence.", per_sample=False),
+            Arg(
+                "step",
+                "int",
+                -1,
+                "Frames between sequence starts (-1 = sequence_length).",
+                per_sample=False,
+            ),
+            Arg("stride", "int", 1, "Frames between frames of a sequence.", per_sample=False),
+            Arg(
+                "pad_mode",
+                "str",
+                "none",
+                "'none' keeps only whole sequences; 'constant', 'edge' or 'reflect' also reads "
+                "the tail of each video, padded.",
+                per_sample=False,
+                choices=PAD_MODES,
+            ),
+            *PAD_ARGS,
+            Arg(
+                "image_type",
+                "str",
+                "RGB",
+                "Output colour: RGB, BGR or GRAY.",
+                per_sample=False,
+                choices=("RGB", "BGR", "GRAY"),
+            ),
+            Arg(
+                "enable_frame_num",
+                "bool",
+                False,
+                "Output the first frame's number.",
+                per_sample=False,
+            ),
+            Arg(
+                "enable_timestamps",
+                "bool",
+                False,
+                "Output each frame's time in seconds.",
+                per_sample=False,
+            ),
+            *READER_ARGS,
+        ),
+    )
+
+    def num_outputs(self, args: dict[str, Any]) -> int:
+        return len(_output_names(args))
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        op = self.schema.display_name
+        if args["sequence_length"] < 1 or args.get("stride", 1) < 1:
+            raise ValueError(f"{op}: sequence_length and stride must be >= 1")
+        sources = [k for k in ("filenames", "file_list") if args.get(k) is not None]
+        if len(sources) > 1:
+            raise ValueError(f"{op}: give either filenames or file_list, not both")
+        if not sources and args.get("file_root") is None:
+            raise ValueError(f"{op}: give filenames, file_root or file_list")
+        labels = args.get("labels")
+        if labels is not None and len(labels) != len(args.get("filenames") or ()):
+            raise ValueError(f"{op}: argument 'labels' needs 'filenames' of the same length")
+        check_shard_args(op, args)
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        specs = {
+            "video": Spec(np.dtype(np.uint8), 4, "FHWC"),
+            "labels": Spec(np.dtype(np.int32), 1, None),
+            "frame_num": Spec(np.dtype(np.int32), 1, None),
+            "timestamps": Spec(np.dtype(np.float32), 1, None),
+        }
+        return [specs[name] for name in _output_names(node.args)]
+
+    def open(self, node: OpNode, pipeline: Any) -> VideoSource:
+        files, labels, ranges = _list_videos(node)
+        on_error = node.args.get("on_error") or pipeline.on_error
+        return VideoSource(
+            node, files, labels, ranges, pipeline.batch_size, pipeline.num_threads, on_error
+        )
+
+
+def _output_names(args: dict[str, Any]) -> list[str]:
+    names = ["video"]
+    if any(args.get(k) is not None for k in ("labels", "file_root", "file_list")):
+        names.append("labels")
+    if args.get("enable_frame_num"):
+        names.append("frame_num")
+    if args.get("enable_timestamps"):
+        names.append("timestamps")
+    return names
+
+
+def _list_videos(node: OpNode) -> tuple[list[str], list[int], list[tuple | None]]:
+    """Paths, labels and optional (start, end) ranges from filenames, file_list or file_root."""
+    root = node.arg("file_root")
+    label = node.label
+    if node.arg("filenames") is not None:
+        files = [os.path.join(root, f) if root else f for f in node.arg("filenames")]
+        labels = list(node.arg("labels") or [0] * len(files))
+        return files, labels, [None] * len(files)
+    if node.arg("file_list") is not None:
+        return _read_file_list(node.arg("file_list"), root, label)
+    if not os.path.isdir(root):
+        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    files, labels = [], []
+    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    for number, cls in enumerate(classes):
+        for dirpath, dirnames, names in os.walk(os.path.join(root, cls)):
+            dirnames.sort()
+            for name in sorted(names):
+                if name.lower().endswith(VIDEO_EXTENSIONS):
+                    files.append(os.path.join(dirpath, name))
+                    labels.append(number)
+    if not files:
+        raise ValueError(f"{label}: no video files under {root!r}")
+    return files, labels, [None] * len(files)
+
+
+def _read_file_list(path: str, root: str | None, label: str) -> tuple[list, list, list]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise ValueError(f"{label}: cannot read file_list {path!r}: {exc.strerror}") from None
+    files, labels, ranges = [], [], []
+    for number, line in enumerate(lines, 1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        try:
+            name = parts[0]
+            labels.append(int(parts[1]) if len(parts) > 1 else 0)
+            ranges.append((float(parts[2]), float(parts[3])) if len(parts) > 3 else None)
+        except ValueError:
+            raise ValueError(
+                f"{label}: file_list {path!r} line {number}: expected 'path label [start end]', "
+                f"got {line!r}"
+            ) from None
+        files.append(os.path.join(root, name) if root else name)
+    if not files:
+        raise ValueError(f"{label}: file_list {path!r} lists no files")
+    return files, labels, ranges
+
+
+def frame_range(
+    index: PacketIndex, span: tuple | None, units: str, include_end: bool
+) -> tuple[int, int]:
+    """[first, end) frames of a file_list range.
+
+    With timestamps the range starts at the frame on screen at ``start`` and
+    ends with the frame on screen at ``end`` (or just before it without
+    ``include_end``).
+    """
+    n = index.num_frames
+    if span is None:
+        return 0, n
+    start, end = span
+    if units == "frames":
+        first = int(start)
+        last = n if end < 0 else int(end) + (1 if include_end else 0)
+    else:
+        # float64 and a nanosecond of slack: a time written as "0.05" must hit the frame at 50 ms
+        times = (index.pts - index.pts[0]) * float(index.time_base)
+        eps = 1e-9
+        first = max(0, int(np.searchsorted(times, start + eps, side="right")) - 1)
+        if end < 0:
+            last = n
+        elif include_end:  # up to the frame on screen at `end`
+            last = int(np.searchsorted(times, end + eps, side="right"))
+        else:
+            last = int(np.searchsorted(times, end - eps, side="right"))
+    return max(0, first), min(n, last)
+
+
+class VideoSource:
+    """The running video reader: the list of sequences, the epoch plan and a decode pool."""
+
+    def __init__(
+        self,
+        node: OpNode,
+        files: list[str],
+        labels: list[int],
+        ranges: list,
+        batch_size: int,
+        num_threads: int,
+        on_error: str = "raise",
+    ):
+        self.node = node
+        self.files = files
+        self.on_error = on_error
+        self.outputs = _output_names(node.args)
+        self.pool = WorkerPool(num_threads, name="chute-video")
+        self.indexes: list[PacketIndex | None] = [None] * len(files)
+        failures = self.pool.run(self._index, len(files))
+        if failures:
+            raise failures[0][1]
+        length = node.arg("sequence_length")
+        stride = node.arg("stride")
+        step = node.arg("step") if node.arg("step") > 0 else length
+        padded = node.arg("pad_mode") != "none"
+        self.sequences: list[Clip] = []
+        for i, index in enumerate(self.indexes):
+            first, end = frame_range(
+                index, ranges[i], node.arg("file_list_format"), node.arg("file_list_include_end")
+            )
+            span = (length - 1) * stride + 1
+            last_start = end - 1 if padded else end - span
+            self.sequences.extend(Clip(i, s, labels[i]) for s in range(first, last_start + 1, step))
+        if not self.sequences:
+            raise ValueError(
+                f"{node.label}: no sequence of {length} frames (stride {stride}) fits in the videos"
+            )
+        seed = node.args.get("seed")
+        if seed is None:  # the same on every shard without the user agreeing on a seed
+            seed = zlib.crc32("\n".join(files).encode())
+        self.plan = EpochPlan(
+            size=len(self.sequences),
+            batch_size=batch_size,
+            num_shards=node.arg("num_shards"),
+            shard_id=node.arg("shard_id"),
+            shuffle=node.arg("random_shuffle"),
+            seed=seed,
+            pad_last_batch=node.arg("pad_last_batch"),
+            stick_to_shard=node.arg("stick_to_shard"),
+        )
+        self.epoch = 0
+        self.batch_index = 0
+
+    def _index(self, i: int) -> None:
+        self.indexes[i] = INDEX_CACHE.get(self.files[i], f"{self.node.label} {self.files[i]!r}")
+
+    def set_policy(self, policy: LastBatchPolicy) -> None:
+        """Match the epoch layout to an iterator's last-batch policy."""
+        self.plan.policy = policy
+        if self.plan.batches_per_epoch == 0:
+            raise ValueError(
+                f"{self.node.label}: {self.plan.size} sequences over {self.plan.num_shards} "
+                f"shard(s) give no full batch of {self.plan.batch_size} under LastBatchPolicy.DROP"
+            )
+
+    def read(self, seq: Clip) -> dict[str, np.ndarray]:
+        """Decode one sequence into the reader's outputs."""
+        node = self.node
+        wanted = [
+            seq.first_frame + k * node.arg("stride") for k in range(node.arg("sequence_length"))
+        ]
+        path = self.files[seq.file]
+        video, shown = read_sequence(
+            path,
+            wanted,
+            node.arg("pad_mode"),
+            node.arg("fill_value"),
+            node.arg("image_type"),
+            f"{node.label} {path!r}",
+        )
+        index = self.indexes[seq.file]
+        shown = np.asarray(shown, np.int64)
+        times = np.full(len(shown), -1.0, np.float32)
+        times[shown >= 0] = index.seconds(shown[shown >= 0])
+        return {
+            "video": video,
+            "labels": np.array([seq.label], np.int32),
+            "frame_num": np.array([seq.first_frame], np.int32),
+            "timestamps": times,
+        }
+
+    def next_batch(self, batch_size: int, epoch: int, iteration: int):
+        slots = self.plan.batch(self.epoch, self.batch_index)
+        last = self.batch_index + 1 >= self.plan.batches_per_epoch
+        results: list[dict | None] = [None] * len(slots)
+        errors: list[tuple | None] = [None] * len(slots)
+
+        def work(k: int) -> None:
+            try:
+                results[k] = self.read(self.sequences[slots[k].index])
+            except (ValueError, OSError) as exc:
+                if self.on_error == "raise":
+                    raise
+                errors[k] = (self.node.label, exc)
+
+        failures = self.pool.run(work, len(slots))
+        if failures:
+            raise failures[0][1]
+        empty = {
+            "video": np.zeros((0, 0, 0, 3), np.uint8),
+            "labels": np.zeros(1, np.int32),
+            "frame_num": np.zeros(1, np.int32),
+            "timestamps": np.zeros(0, np.float32),
+        }
+        outputs = [[(r or empty)[name] for r in results] for name in self.outputs]
+        meta = []
+        for k, slot in enumerate(slots):
+            seq = self.sequences[slot.index]
+            meta.append(
+                {
+                    "error": errors[k],
+                    "source_info": self.files[seq.file],
+                    "index": slot.index,
+                    "real": slot.real,
+                    "epoch": self.epoch,
+                    "sample_key": (slot.index, self.epoch),
+                    "epoch_end": last,
+                }
+            )
+        self.batch_index += 1
+        if last:
+            self.epoch += 1
+            self.batch_index = 0
+        return outputs, meta
+
+    def meta(self) -> dict[str, Any]:
+        return self.plan.meta()
+
+    def reset(self) -> None:
+        """Pipeline.reset(): readers stream across epochs, nothing to rewind."""
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "batch_index": self.batch_index}
+
+    def restore(self, state: dict[str, int]) -> None:
+        self.epoch = state["epoch"]
+        self.batch_index = state["batch_index"]
+
+    def close(self) -> None:
+        self.pool.close()
