@@ -15,7 +15,7 @@ FRAMEWORKS = {
     "jax": ["jax"],
 }
 
-nox.options.sessions = ["lint", "core", *FRAMEWORKS]
+nox.options.sessions = ["lint", "core", "docs", *FRAMEWORKS]
 nox.options.reuse_existing_virtualenvs = True
 
 TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy", "soundfile>=0.12", "av>=12"]
@@ -34,6 +34,22 @@ def core(session: nox.Session) -> None:
     """The engine's tests, with no deep-learning framework installed."""
     session.install("-e", "core", *TEST_DEPS)
     session.run("pytest", "-q", "tests/core", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: mkdocs build --strict (the operator reference comes from chute.fn)."""
+    session.install("-e", "core", "mkdocs>=1.6", "mkdocs-material>=9")
+    site = session.create_tmp()
+    session.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        f"{site}/site",
+        *session.posargs,
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 def _plugin_session(framework: str) -> None:
