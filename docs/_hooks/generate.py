@@ -165,7 +165,7 @@ def benchmark_markdown(root: str = ROOT, heading: str = "##") -> str:
         out.append(
             f"Date {data.get('date', '?')}; machine: {where}"
             + (f", {cpus} CPUs" if cpus else "")
-            + f"; batch {data.get('batch')}, {data.get('threads')} threads, best of"
+            + f"; batch {data.get('batch')}, {data.get('threads')} threads, median of"
             f" {data.get('reps')} runs of {data.get('iters')} batches."
         )
         out += ["", "```bash", data.get("command", "(command not recorded)"), "```", ""]
