@@ -499,7 +499,11 @@ class Executor:
     def reset(self) -> None:
         """Start the next epoch: drop work in flight and rewind the sources."""
         self._stop_threads()
-        for source in self.sources.values():
+        for node_id, source in self.sources.items():
+            # readers stream across epochs: put back what was read ahead and not delivered
+            state = self.last_states.get(node_id)
+            if getattr(source, "streams_across_epochs", False) and state is not None:
+                source.restore(state)
             source.reset()
         self.epoch += 1
         self.iteration = 0

@@ -234,6 +234,8 @@ def _scan_root(
 class FileSource:
     """The running file reader: position (epoch, batch) and the epoch plan."""
 
+    streams_across_epochs = True  # Pipeline.reset() keeps the position of the last batch
+
     def __init__(
         self,
         node: OpNode,
