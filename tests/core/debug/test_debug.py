@@ -30,7 +30,7 @@ def run_both(body, iterations, *args, **pipe_kwargs):
         pipe.build()
         outs = []
         for _ in range(iterations):
-            outs.append([[np.array(s) for s in o] for o in pipe.run()])
+            outs.append([[np.array(s) for s in o.as_cpu()] for o in pipe.run()])
         results.append(outs)
         pipe.close()
     return results
@@ -198,4 +198,19 @@ def test_reader_decoder_crop_mirror_normalize_agree_over_epochs(tmp_path):
         pipe.close()
     traced, debug = results
     assert len(traced) == 6
+    assert_same(traced, debug)
+
+
+@pytest.mark.gpu
+def test_gpu_operators_and_transfers_agree():
+    cp = pytest.importorskip("cupy")
+
+    def body():
+        x = fn.external_source(source=cycling_source(), layout="HWC")
+        g = x.gpu()
+        y = fn.python_function(g, function=lambda a: cp.flip(a, axis=1) // 2, device="gpu")
+        z = fn.crop_mirror_normalize(g, mirror=fn.random.coin_flip(), mean=[10.0] * 3)
+        return y, z  # GPU outputs (.cpu() transfers: see transfer.py)
+
+    traced, debug = run_both(body, 2, device_id=0)
     assert_same(traced, debug)
