@@ -153,3 +153,29 @@ def test_torch_python_function_gets_tensors():
     assert seen and all(t is torch.Tensor for t in seen)
     assert y.as_array().tolist() == [[2.0, 4.0], [6.0, 8.0]]
     assert z.as_array().ravel().tolist() == [3.0, 7.0]
+
+
+@pytest.mark.gpu
+def test_torch_python_function_on_the_gpu_gets_cuda_tensors():
+    from chute.torch import fn as torch_fn
+
+    seen = []
+
+    def flip_double(t):
+        seen.append(t.device.type)
+        return t.flip(0) * 2
+
+    @pipeline_def(batch_size=3, num_threads=1, seed=1, device_id=0)
+    def pipe_fn():
+        x = fn.external_source(
+            source=lambda: [np.arange(4, dtype=np.float32) + i for i in range(3)]
+        )
+        return torch_fn.torch_python_function(x.gpu(), function=flip_double, device="gpu")
+
+    pipe = pipe_fn()
+    (y,) = pipe.run()
+    out = y.as_cpu().as_array()
+    pipe.close()
+    assert seen == ["cuda"] * 3
+    want = np.stack([(np.arange(4, dtype=np.float32) + i)[::-1] * 2 for i in range(3)])
+    np.testing.assert_array_equal(out, want)
