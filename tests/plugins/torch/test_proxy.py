@@ -141,10 +141,8 @@ def test_torch_python_function_gets_tensors():
     @pipeline_def(batch_size=2, num_threads=1, seed=1)
     def pipe_fn():
         x = fn.external_source(source=lambda: [np.array([1.0, 2.0]), np.array([3.0, 4.0])])
-        y = torch_fn.torch_python_function(x, function=double)
-        z = torch_fn.torch_python_function(
-            x, function=lambda ts: [t.sum().reshape(1) for t in ts], batch_processing=True
-        )
+        y = torch_fn.torch_python_function(x, function=double, batch_processing=False)
+        z = torch_fn.torch_python_function(x, function=lambda ts: [t.sum().reshape(1) for t in ts])
         return y, z
 
     pipe = pipe_fn()
@@ -170,7 +168,9 @@ def test_torch_python_function_on_the_gpu_gets_cuda_tensors():
         x = fn.external_source(
             source=lambda: [np.arange(4, dtype=np.float32) + i for i in range(3)]
         )
-        return torch_fn.torch_python_function(x.gpu(), function=flip_double, device="gpu")
+        return torch_fn.torch_python_function(
+            x.gpu(), function=flip_double, device="gpu", batch_processing=False
+        )
 
     pipe = pipe_fn()
     (y,) = pipe.run()

@@ -82,7 +82,8 @@ class PythonFunction(Operator):
 
     @property
     def kind(self) -> str:  # type: ignore[override]
-        batch = self.init_args.get("batch_processing") or self.init_args.get("parallel")
+        default = self.schema.arg("batch_processing").default
+        batch = self.init_args.get("batch_processing", default) or self.init_args.get("parallel")
         return "batch" if batch else "sample"
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:

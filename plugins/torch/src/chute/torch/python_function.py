@@ -5,20 +5,22 @@
 
 CPU samples arrive as CPU tensors sharing the batch's memory (zero-copy when
 the batch is writable), GPU samples (``device="gpu"``) as CUDA tensors on the
-pipeline's stream, through DLPack. The function must not modify its inputs in
-place. Everything else (``batch_processing``, ``num_outputs``, ``parallel``
-worker processes) is ``fn.python_function``'s.
+pipeline's stream, through DLPack. As in DALI, ``batch_processing`` is on by
+default: the function gets a list of tensors per input. The function must not
+modify its inputs in place. Everything else (``num_outputs``, ``parallel``
+worker processes, ``output_layouts``) is ``fn.python_function``'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from typing import Any
 
 import numpy as np
 
 import torch
-from chute.graph.schema import Schema
+from chute.graph.schema import Arg, Schema
 from chute.ops._base import make_fn
 from chute.ops.python import PythonFunction
 
@@ -75,25 +77,32 @@ class TorchCall:
         return _convert_out(result, self.batch, self.num_outputs)
 
 
+def _batch_by_default(arg: Arg) -> Arg:
+    if arg.name != "batch_processing":
+        return arg
+    return dataclasses.replace(
+        arg, default=True, doc="Call once per batch with lists of tensors (as DALI, the default)."
+    )
+
+
 class TorchPythonFunction(PythonFunction):
-    """Calls ``function`` with torch tensors for each sample (or, with ``batch_processing``,
-    with lists of tensors for the batch) and takes back torch tensors."""
+    """Calls ``function`` with lists of torch tensors for the whole batch (or, with
+    ``batch_processing=False``, with the tensors of each sample) and takes back torch tensors."""
 
     schema = Schema(
         name="torch_python_function",
         inputs=PythonFunction.schema.inputs,
         min_inputs=0,
         variadic=True,
-        args=PythonFunction.schema.args,
+        args=tuple(_batch_by_default(a) for a in PythonFunction.schema.args),
         devices=PythonFunction.schema.devices,
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
         super().check_args(args, arg_inputs)
         if not isinstance(args["function"], TorchCall):
-            args["function"] = TorchCall(
-                args["function"], bool(args.get("batch_processing")), args.get("num_outputs", 1)
-            )
+            batch = args.get("batch_processing", self.schema.arg("batch_processing").default)
+            args["function"] = TorchCall(args["function"], bool(batch), args.get("num_outputs", 1))
 
 
 torch_python_function = make_fn(TorchPythonFunction)
