@@ -42,7 +42,8 @@ class Transfer(Operator):
         (value,) = inputs
         if self.target == "gpu":
             return TensorListGPU.from_host(value, None, ctx.stream, ctx.device_id)
-        return value.as_cpu().samples()
+        host = value.as_cpu()
+        return [host.at(i) for i in range(len(host))]
 
 
 def to_device(x: DataNode, target: str) -> DataNode:
