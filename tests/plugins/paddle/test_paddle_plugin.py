@@ -88,7 +88,8 @@ def test_reader_generator_runs_one_epoch_per_call(index_files):
         batches = list(read())
         assert len(batches) == 3
         data, label = batches[0]
-        assert isinstance(data, paddle.Tensor) and data.shape == [4, 3]  # padded ragged files
+        # ragged files padded to the longest in the batch (which files depends on the shuffle)
+        assert isinstance(data, paddle.Tensor) and data.shape[0] == 4 and 1 <= data.shape[1] <= 3
         epochs.append([int(x) for _, label in batches for x in label.numpy().flatten()])
         assert sorted(epochs[-1]) == list(range(10))
     assert epochs[0] != epochs[1]
