@@ -15,4 +15,25 @@ from chute.ops.decoders.image_decoders import (
     PeekImageShape,
 )
 
-__all__ = ["Image", "ImageCrop", "ImageRandomCrop", "ImageSlice", "PeekImageShape"]
+__all__ = [
+    "Audio",
+    "Image",
+    "ImageCrop",
+    "ImageRandomCrop",
+    "ImageSlice",
+    "PeekImageShape",
+    "Video",
+]
+
+
+def __getattr__(name: str):
+    # audio and video decoders live in their own packages; import them on first use
+    if name == "Audio":
+        from chute.ops.audio.audio_ops import AudioDecoder
+
+        return AudioDecoder
+    if name == "Video":
+        from chute.ops.video.decoder import VideoDecoder
+
+        return VideoDecoder
+    raise AttributeError(name)
