@@ -76,10 +76,8 @@ def _framework_feed(name: str, data: str, args: argparse.Namespace) -> str:
             batch = next(iter(plugin.dataset(pipe, ["data", "label"], reader_name="Reader")))
             x = batch["data"] if isinstance(batch, dict) else batch[0]
         else:
-            (batch,) = next(
-                iter(plugin.DataIterator(pipe, ["data", "label"], reader_name="Reader"))
-            )[:1]
-            x = batch["data"]
+            batch = next(iter(plugin.DataIterator(pipe, ["data", "label"], reader_name="Reader")))
+            x = (batch if isinstance(batch, dict) else batch[0])["data"]  # jax yields one dict
         return f"{type(x).__module__}.{type(x).__name__} shape {tuple(x.shape)} dtype {x.dtype}"
     except Exception as exc:  # the demo goes on with the other frameworks
         return f"failed: {type(exc).__name__}: {exc}"
