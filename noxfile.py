@@ -18,7 +18,7 @@ FRAMEWORKS = {
 nox.options.sessions = ["lint", "core", "docs", *FRAMEWORKS]
 nox.options.reuse_existing_virtualenvs = True
 
-TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy", "soundfile>=0.12", "av>=12"]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy", "scikit-image", "soundfile>=0.12", "av>=12"]
 
 
 @nox.session
