@@ -18,7 +18,11 @@ class FileRead(Operator):
     schema = Schema(
         name="io.file.read",
         inputs=("filepaths",),
-        args=(Arg("dont_use_mmap", "bool", False, "Accepted for DALI compatibility.", per_sample=False),),
+        args=(
+            Arg(
+                "dont_use_mmap", "bool", False, "Accepted for DALI compatibility.", per_sample=False
+            ),
+        ),
     )
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
@@ -49,7 +53,15 @@ class GetProperty(Operator):
     schema = Schema(
         name="get_property",
         inputs=("input",),
-        args=(Arg("key", "str", doc="The property.", per_sample=False, choices=("source_info", "layout")),),
+        args=(
+            Arg(
+                "key",
+                "str",
+                doc="The property.",
+                per_sample=False,
+                choices=("source_info", "layout"),
+            ),
+        ),
     )
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
