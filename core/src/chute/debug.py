@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import BatchContext, OperatorError, SampleContext
-from chute.executor.executor import BatchArgs, _as_list
+from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
+from chute.executor.executor import _as_list
 from chute.executor.workers import WorkerPool
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode

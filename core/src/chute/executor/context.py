@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.ops._base import ArgView
 
 _MASK64 = (1 << 64) - 1
 
@@ -126,3 +127,33 @@ class OperatorError(RuntimeError):
             where += f" ({source_info})"
         super().__init__(f"{node.label} failed on {where}: {type(cause).__name__}: {cause}")
         self.__cause__ = cause
+
+
+class BatchArgs:
+    """The arguments of a whole batch, for batch-level and GPU operators."""
+
+    def __init__(self, node: OpNode, columns: dict[str, list[Any]], n: int):
+        self.node = node
+        self.columns = columns
+        self.n = n
+
+    def sample(self, i: int) -> ArgView:
+        return ArgView(self.node.schema, self.node.args, {k: v[i] for k, v in self.columns.items()})
+
+    def is_per_sample(self, name: str) -> bool:
+        return name in self.columns
+
+    def column(self, name: str) -> list[Any]:
+        """The converted value of an argument for each sample."""
+        if name in self.columns:
+            arg = self.node.schema.arg(name)
+            label = self.node.schema.display_name
+            return [arg.convert(label, v) for v in self.columns[name]]
+        return [self.node.arg(name)] * self.n
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.columns:
+            raise TypeError(
+                f"{self.node.label}: argument '{name}' is per sample here; use column()"
+            )
+        return self.node.arg(name)
