@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import zlib
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,7 @@ from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import Operator
-from chute.ops.readers.sharding import EpochPlan
-from chute.types import LastBatchPolicy
+from chute.ops.readers.sharding import ShardedSource
 
 IMAGE_FILTERS = (
     "*.jpg",
@@ -231,10 +229,8 @@ def _scan_root(
     return files, labels
 
 
-class FileSource:
-    """The running file reader: position (epoch, batch) and the epoch plan."""
-
-    streams_across_epochs = True  # Pipeline.reset() keeps the position of the last batch
+class FileSource(ShardedSource):
+    """The running file reader: reads the files of each batch the epoch plan gives."""
 
     def __init__(
         self,
@@ -244,65 +240,23 @@ class FileSource:
         batch_size: int,
         on_error: str = "raise",
     ):
-        self.node = node
         self.on_error = on_error
         self.files = files
         self.labels = np.asarray(labels, np.int32)
-        seed = node.args.get("seed")
-        if seed is None:  # the same on every shard, without the user agreeing on a seed
-            seed = zlib.crc32("\n".join(files).encode())
-        self.plan = EpochPlan(
-            size=len(files),
-            batch_size=batch_size,
-            num_shards=node.arg("num_shards"),
-            shard_id=node.arg("shard_id"),
-            shuffle=node.arg("random_shuffle"),
-            seed=seed,
-            pad_last_batch=node.arg("pad_last_batch"),
-            stick_to_shard=node.arg("stick_to_shard"),
-        )
-        self.epoch = 0
-        self.batch_index = 0
-
-    def set_policy(self, policy: LastBatchPolicy) -> None:
-        """Match the epoch layout to an iterator's last-batch policy."""
-        self.plan.policy = policy
-        if self.plan.batches_per_epoch == 0:
-            raise ValueError(
-                f"{self.node.label}: {self.plan.size} samples over {self.plan.num_shards} shard(s) "
-                f"give no full batch of {self.plan.batch_size} under LastBatchPolicy.DROP"
-            )
+        self.init_plan(node, len(files), batch_size, files)
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
-        slots = self.plan.batch(self.epoch, self.batch_index)
-        data, labels, meta = [], [], []
-        last = self.batch_index + 1 >= self.plan.batches_per_epoch
-        for slot in slots:
-            path = self.files[slot.index]
-            error = None
+        slots, meta = self.take_batch(lambda i: self.files[i])
+        data, labels = [], []
+        for slot, m in zip(slots, meta):
             try:
-                data.append(self.read(path))
+                data.append(self.read(self.files[slot.index]))
             except OSError as exc:
                 if self.on_error == "raise":
                     raise
                 data.append(np.zeros(0, np.uint8))
-                error = (self.node.label, exc)
+                m["error"] = (self.node.label, exc)
             labels.append(self.labels[slot.index : slot.index + 1].copy())
-            meta.append(
-                {
-                    "error": error,
-                    "source_info": path,
-                    "index": slot.index,
-                    "real": slot.real,
-                    "epoch": self.epoch,
-                    "sample_key": (slot.index, self.epoch),
-                    "epoch_end": last,
-                }
-            )
-        self.batch_index += 1
-        if last:
-            self.epoch += 1
-            self.batch_index = 0
         return [data, labels], meta
 
     def read(self, path: str) -> np.ndarray:
@@ -311,16 +265,3 @@ class FileSource:
                 return np.frombuffer(f.read(), dtype=np.uint8)
         except OSError as exc:
             raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
-
-    def meta(self) -> dict[str, Any]:
-        return self.plan.meta()
-
-    def reset(self) -> None:
-        """Pipeline.reset(): readers stream across epochs, nothing to rewind."""
-
-    def state(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "batch_index": self.batch_index}
-
-    def restore(self, state: dict[str, int]) -> None:
-        self.epoch = state["epoch"]
-        self.batch_index = state["batch_index"]

@@ -14,11 +14,17 @@ rank that has run out:
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chute.types import LastBatchPolicy
+
+if TYPE_CHECKING:
+    from chute.graph.node import OpNode
 
 
 @dataclass(frozen=True)
@@ -113,3 +119,77 @@ class EpochPlan:
             "stick_to_shard": self.stick_to_shard,
             "batches_per_epoch": self.batches_per_epoch,
         }
+
+
+class ShardedSource:
+    """The running state every indexed reader shares: the epoch plan and the position in it.
+
+    Subclasses call :meth:`init_plan` with their dataset size and implement
+    ``next_batch`` around :meth:`take_batch`, which returns the slots of the
+    next batch, their per-sample meta, and advances the position.
+    """
+
+    streams_across_epochs = True  # Pipeline.reset() keeps the position of the last batch
+    unit = "samples"
+
+    def init_plan(self, node: OpNode, size: int, batch_size: int, names: list[str]) -> None:
+        seed = node.args.get("seed")
+        if seed is None:  # the same on every shard, without the user agreeing on a seed
+            seed = zlib.crc32("\n".join(names).encode())
+        self.node = node
+        self.plan = EpochPlan(
+            size=size,
+            batch_size=batch_size,
+            num_shards=node.arg("num_shards"),
+            shard_id=node.arg("shard_id"),
+            shuffle=node.arg("random_shuffle"),
+            seed=seed,
+            pad_last_batch=node.arg("pad_last_batch"),
+            stick_to_shard=node.arg("stick_to_shard"),
+        )
+        self.epoch = 0
+        self.batch_index = 0
+
+    def set_policy(self, policy: LastBatchPolicy) -> None:
+        """Match the epoch layout to an iterator's last-batch policy."""
+        self.plan.policy = policy
+        if self.plan.batches_per_epoch == 0:
+            raise ValueError(
+                f"{self.node.label}: {self.plan.size} {self.unit} over {self.plan.num_shards} "
+                f"shard(s) give no full batch of {self.plan.batch_size} under LastBatchPolicy.DROP"
+            )
+
+    def take_batch(self, source_info: Callable[[int], str]) -> tuple[list[Slot], list[dict]]:
+        """The next batch's slots and meta (``source_info(index)`` names each sample)."""
+        slots = self.plan.batch(self.epoch, self.batch_index)
+        last = self.batch_index + 1 >= self.plan.batches_per_epoch
+        meta = [
+            {
+                "error": None,
+                "source_info": source_info(slot.index),
+                "index": slot.index,
+                "real": slot.real,
+                "epoch": self.epoch,
+                "sample_key": (slot.index, self.epoch),
+                "epoch_end": last,
+            }
+            for slot in slots
+        ]
+        self.batch_index += 1
+        if last:
+            self.epoch += 1
+            self.batch_index = 0
+        return slots, meta
+
+    def meta(self) -> dict[str, Any]:
+        return self.plan.meta()
+
+    def reset(self) -> None:
+        """Pipeline.reset(): readers stream across epochs, nothing to rewind."""
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "batch_index": self.batch_index}
+
+    def restore(self, state: dict[str, int]) -> None:
+        self.epoch = state["epoch"]
+        self.batch_index = state["batch_index"]

@@ -11,7 +11,6 @@ pipeline's number of threads (PyAV releases the GIL while decoding).
 from __future__ import annotations
 
 import os
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,11 +22,10 @@ from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import Operator
 from chute.ops.readers.file import READER_ARGS, check_shard_args
-from chute.ops.readers.sharding import EpochPlan
+from chute.ops.readers.sharding import ShardedSource
 from chute.ops.video.decoder import PAD_ARGS
 from chute.ops.video.frames import PAD_MODES, read_sequence
 from chute.ops.video.index import INDEX_CACHE, PacketIndex
-from chute.types import LastBatchPolicy
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg", ".ts")
 
@@ -260,8 +258,10 @@ def frame_range(
     return max(0, first), min(n, last)
 
 
-class VideoSource:
+class VideoSource(ShardedSource):
     """The running video reader: the list of sequences, the epoch plan and a decode pool."""
+
+    unit = "sequences"
 
     def __init__(
         self,
@@ -298,33 +298,10 @@ class VideoSource:
             raise ValueError(
                 f"{node.label}: no sequence of {length} frames (stride {stride}) fits in the videos"
             )
-        seed = node.args.get("seed")
-        if seed is None:  # the same on every shard without the user agreeing on a seed
-            seed = zlib.crc32("\n".join(files).encode())
-        self.plan = EpochPlan(
-            size=len(self.sequences),
-            batch_size=batch_size,
-            num_shards=node.arg("num_shards"),
-            shard_id=node.arg("shard_id"),
-            shuffle=node.arg("random_shuffle"),
-            seed=seed,
-            pad_last_batch=node.arg("pad_last_batch"),
-            stick_to_shard=node.arg("stick_to_shard"),
-        )
-        self.epoch = 0
-        self.batch_index = 0
+        self.init_plan(node, len(self.sequences), batch_size, files)
 
     def _index(self, i: int) -> None:
         self.indexes[i] = INDEX_CACHE.get(self.files[i], f"{self.node.label} {self.files[i]!r}")
-
-    def set_policy(self, policy: LastBatchPolicy) -> None:
-        """Match the epoch layout to an iterator's last-batch policy."""
-        self.plan.policy = policy
-        if self.plan.batches_per_epoch == 0:
-            raise ValueError(
-                f"{self.node.label}: {self.plan.size} sequences over {self.plan.num_shards} "
-                f"shard(s) give no full batch of {self.plan.batch_size} under LastBatchPolicy.DROP"
-            )
 
     def read(self, seq: Clip) -> dict[str, np.ndarray]:
         """Decode one sequence into the reader's outputs."""
@@ -353,8 +330,7 @@ class VideoSource:
         }
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
-        slots = self.plan.batch(self.epoch, self.batch_index)
-        last = self.batch_index + 1 >= self.plan.batches_per_epoch
+        slots, meta = self.take_batch(lambda i: self.files[self.sequences[i].file])
         results: list[dict | None] = [None] * len(slots)
         errors: list[tuple | None] = [None] * len(slots)
 
@@ -376,38 +352,9 @@ class VideoSource:
             "timestamps": np.zeros(0, np.float32),
         }
         outputs = [[(r or empty)[name] for r in results] for name in self.outputs]
-        meta = []
-        for k, slot in enumerate(slots):
-            seq = self.sequences[slot.index]
-            meta.append(
-                {
-                    "error": errors[k],
-                    "source_info": self.files[seq.file],
-                    "index": slot.index,
-                    "real": slot.real,
-                    "epoch": self.epoch,
-                    "sample_key": (slot.index, self.epoch),
-                    "epoch_end": last,
-                }
-            )
-        self.batch_index += 1
-        if last:
-            self.epoch += 1
-            self.batch_index = 0
+        for m, error in zip(meta, errors):
+            m["error"] = error
         return outputs, meta
-
-    def meta(self) -> dict[str, Any]:
-        return self.plan.meta()
-
-    def reset(self) -> None:
-        """Pipeline.reset(): readers stream across epochs, nothing to rewind."""
-
-    def state(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "batch_index": self.batch_index}
-
-    def restore(self, state: dict[str, int]) -> None:
-        self.epoch = state["epoch"]
-        self.batch_index = state["batch_index"]
 
     def close(self) -> None:
         self.pool.close()
