@@ -1,10 +1,12 @@
 """Running a plan: the reader stage, CPU segments on the worker pool, batch and GPU steps.
 
-With ``exec_pipelined`` two background threads keep work ahead of the user:
+With ``exec_pipelined`` background threads keep work ahead of the user:
 the reader thread produces source batches and the compute thread runs the
 remaining steps; bounded queues of depth ``prefetch_queue_depth`` join them.
-Results never depend on timing: random draws are keyed by (seed, operator,
-epoch, iteration, sample).
+GPU pipelines get several compute threads ("lanes", see lanes.py), each with
+its own CUDA stream, that work on consecutive batches at once and hand them
+out in order. Results never depend on timing: random draws are keyed by
+(seed, operator, epoch, iteration, sample).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
+from chute.executor.lanes import NoLock, Sequencer, current_lane, lane_count, set_current_lane
 from chute.executor.plan import Plan, Step
 from chute.executor.stats import ExecutorStats
 from chute.executor.workers import WorkerPool
@@ -78,9 +81,14 @@ class Executor:
             from chute.executor.gpu import GPUContext
 
             self.gpu = GPUContext(pipeline.device_id)
+        self.lanes = lane_count(plan, pipeline)
+        # counters and per-node statistics that lanes share
+        self._lanes_lock = threading.Lock() if self.lanes > 1 else NoLock()
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
-        self._src_q: queue.Queue = queue.Queue(self.depth)
+        self._sequencer = Sequencer(self._stop)
+        # every lane can hold a source batch while the reader reads the next ones
+        self._src_q: queue.Queue = queue.Queue(max(self.depth, self.lanes))
         self._out_q: queue.Queue = queue.Queue(self.depth)
         self._ended = False
         self._failed: BaseException | None = None
@@ -142,7 +150,8 @@ class Executor:
     # ---- compute stage ---------------------------------------------------------------------
     def compute(self, batch: SourceBatch) -> list[Any]:
         values = dict(batch.values)
-        self.samples_seen += sum(1 for m in batch.meta if m.get("real", True))
+        with self._lanes_lock:
+            self.samples_seen += sum(1 for m in batch.meta if m.get("real", True))
         for step in self.plan.steps:
             if step.kind == "segment":
                 self._run_segment(step, values, batch)
@@ -211,8 +220,9 @@ class Executor:
             raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
         if bad:
             self._replace_bad_samples(batch, values, bad, self._fillers.get(id(step)))
-        for node in nodes:
-            self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
+        with self._lanes_lock:
+            for node in nodes:
+                self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
         if n:
             self._fillers[id(step)] = (
                 {k: v[0] for k, v in values.items() if isinstance(v, list) and len(v) == n},
@@ -316,6 +326,7 @@ class Executor:
             k: _as_list(values[(d.producer.id, d.index)]) for k, d in node.arg_inputs.items()
         }
         args = BatchArgs(node, columns, batch.size)
+        stream = self.gpu.lane_stream(current_lane()) if self.gpu else None
         ctx = BatchContext(
             node,
             node.args.get("seed", self.seed),
@@ -324,13 +335,13 @@ class Executor:
             self.node_state.get(node.id),
             batch.meta,
             self.pool,
-            stream=self.gpu.stream if self.gpu else None,
+            stream=stream,
             device_id=self.gpu.device_id if self.gpu else None,
         )
         start = perf_counter_ns()
         try:
             if node.device in ("gpu", "mixed"):
-                with self.gpu.activate():
+                with self.gpu.activate(stream):
                     result = node.op.run_gpu(inputs, args, ctx)
             else:
                 result = node.op.run_batch(inputs, args, ctx)
@@ -341,7 +352,8 @@ class Executor:
         if len(node.outputs) == 1:
             result = [result]
         # GPU steps: host time to queue the work (kernels run asynchronously on the stream).
-        self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
+        with self._lanes_lock:
+            self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
         for i, r in enumerate(result):
             values[(node.id, i)] = r
 
@@ -420,28 +432,39 @@ class Executor:
             if not self._put(self._src_q, item):
                 return
 
-    def _compute_loop(self) -> None:
+    def _compute_loop(self, lane: int) -> None:
+        """One compute lane: take the next source batch, compute it, deliver it in turn."""
+        set_current_lane(lane)
+        sequencer = self._sequencer
         while not self._stop.is_set():
             try:
-                item = self._src_q.get(timeout=0.05)
+                seq, item = sequencer.take(lambda: self._src_q.get(timeout=0.05))
             except queue.Empty:
                 continue
-            if isinstance(item, (EndOfEpoch, Failure)):
-                self._put(self._out_q, item)
+            last = isinstance(item, (EndOfEpoch, Failure))
+            if not last:
+                try:
+                    item = (self.compute(item), item)
+                except BaseException as exc:
+                    item, last = Failure(exc), True
+            if not sequencer.wait_turn(seq):
                 return
-            try:
-                out: Any = (self.compute(item), item)
-            except BaseException as exc:
-                self._put(self._out_q, Failure(exc))
-                return
-            if not self._put(self._out_q, out):
+            delivered = self._put(self._out_q, item)
+            sequencer.done(seq)
+            if last or not delivered:
                 return
 
     def _start_threads(self) -> None:
         self._stop.clear()
+        self._sequencer = Sequencer(self._stop)
         self._threads = [
             threading.Thread(target=self._reader_loop, name="chute-reader", daemon=True),
-            threading.Thread(target=self._compute_loop, name="chute-compute", daemon=True),
+            *(
+                threading.Thread(
+                    target=self._compute_loop, args=(k,), name=f"chute-compute-{k}", daemon=True
+                )
+                for k in range(self.lanes)
+            ),
         ]
         for t in self._threads:
             t.start()
@@ -463,7 +486,7 @@ class Executor:
             if hasattr(source, "interrupt"):
                 source.interrupt(False)
         self._threads = []
-        self._src_q = queue.Queue(self.depth)
+        self._src_q = queue.Queue(max(self.depth, self.lanes))
         self._out_q = queue.Queue(self.depth)
 
     def reset(self) -> None:
@@ -495,6 +518,8 @@ class Executor:
             if close is not None:
                 close()
         self.pool.close()
+        if self.gpu is not None:
+            self.gpu.close()
 
 
 def _as_list(value: Any) -> list[Any]:

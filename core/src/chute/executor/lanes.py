@@ -1,0 +1,127 @@
+"""Compute lanes: several batches in the compute stage at once, handed out in order.
+
+A GPU pipeline's compute stage mostly waits: on the JPEG decoders (the hardware
+engines, nvJPEG's CUDA and CPU threads, all outside the GIL) and on host work
+that prepares kernels. With one compute thread a batch costs the sum of these;
+with ``n`` lanes, batch i+1 parses headers and draws crop windows while batch i
+decodes, and each lane's decoder and CUDA stream keep the engines busy.
+
+Results stay deterministic: random draws are keyed by (seed, operator, epoch,
+iteration, sample), not by which lane computes a batch, and :class:`Sequencer`
+delivers batches (and the end of an epoch, and errors) in iteration order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "DEFAULT_GPU_LANES",
+    "LANE_SAFE_OPERATORS",
+    "NoLock",
+    "Sequencer",
+    "current_lane",
+    "lane_count",
+    "set_current_lane",
+]
+
+# Measured on an H100 (bench/results/gpu_*): two lanes hide most of the host work
+# behind the decoders, a third keeps the hardware decoder fed.
+DEFAULT_GPU_LANES = 3
+
+# Batch-level operators whose GPU/mixed backends may run for two batches at once:
+# no state between batches, every launch on the context's stream.
+LANE_SAFE_OPERATORS = frozenset(
+    {
+        "decoders.image",
+        "decoders.image_random_crop",
+        "resize",
+        "random_resized_crop",
+        "crop_mirror_normalize",
+        "flip",
+        "transfer",
+    }
+)
+
+_lane = threading.local()
+
+
+def current_lane() -> int:
+    """The compute lane of the calling thread (0 outside the executor's lanes)."""
+    return getattr(_lane, "index", 0)
+
+
+def set_current_lane(index: int) -> None:
+    """Mark the calling thread as compute lane ``index``."""
+    _lane.index = index
+
+
+def lane_count(plan: Any, pipeline: Any) -> int:
+    """How many batches the compute stage may hold at once for this plan.
+
+    One, unless the plan decodes on the GPU ("mixed"), runs pipelined, reads only
+    host sources, stops on errors (skip/warn pad an all-bad batch with the previous
+    batch's sample, an order that lanes would blur) and every batch-level step is
+    one of ``LANE_SAFE_OPERATORS`` (a user's python_function may keep state
+    between calls and must see batches one at a time, in order).
+    """
+    if not pipeline.exec_pipelined or not plan.uses_gpu:
+        return 1
+    if any(n.device != "cpu" for n in plan.sources):
+        return 1
+    if pipeline.on_error != "raise" or any(
+        n.args.get("on_error") not in (None, "raise") for n in plan.nodes
+    ):
+        return 1
+    batch_nodes = [s.nodes[0] for s in plan.steps if s.kind != "segment"]
+    if not any(n.device == "mixed" and n.schema.name.startswith("decoders.") for n in batch_nodes):
+        return 1
+    if any(n.schema.name not in LANE_SAFE_OPERATORS for n in batch_nodes):
+        return 1
+    return max(1, int(DEFAULT_GPU_LANES))
+
+
+class Sequencer:
+    """Numbers items as lanes take them and lets them out strictly in that order."""
+
+    def __init__(self, stop: threading.Event):
+        self._stop = stop
+        self._take = threading.Lock()
+        self._turn = threading.Condition()
+        self._next_in = 0
+        self._next_out = 0
+
+    def take(self, get: Callable[[], Any]) -> tuple[int, Any]:
+        """Call ``get()`` (which may raise queue.Empty) and number what it returns."""
+        with self._take:
+            item = get()
+            seq = self._next_in
+            self._next_in += 1
+            return seq, item
+
+    def wait_turn(self, seq: int) -> bool:
+        """Block until every item before ``seq`` is out; False when stopping."""
+        with self._turn:
+            while self._next_out != seq:
+                if self._stop.is_set():
+                    return False
+                self._turn.wait(0.05)
+        return not self._stop.is_set()
+
+    def done(self, seq: int) -> None:
+        """Item ``seq`` is out: let the next one go."""
+        with self._turn:
+            self._next_out = seq + 1
+            self._turn.notify_all()
+
+
+class NoLock:
+    """A lock that is not needed: with one compute lane only one thread writes."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

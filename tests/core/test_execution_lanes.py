@@ -1,0 +1,200 @@
+"""Compute lanes: several batches computed at once, delivered in order, errors and resets intact.
+
+Lanes are meant for GPU pipelines; here they are forced on CPU pipelines (``lanes``
+fixture) so that ordering, errors, reset and restore are checked without a GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from chute import Iterator, LastBatchPolicy, OperatorError, fn, pipeline_def
+from chute.executor import executor as executor_module
+from chute.executor import lanes as lanes_module
+
+
+@pytest.fixture
+def lanes(monkeypatch):
+    """Force ``n`` compute lanes on every pipeline built afterwards."""
+
+    def force(n: int) -> None:
+        monkeypatch.setattr(executor_module, "lane_count", lambda plan, pipeline: n)
+
+    return force
+
+
+def _slow_pipe(delays, **kw):
+    """Batch i takes delays[i % len(delays)] seconds in a batch operator."""
+
+    def slow(x):
+        if int(x) % 4 == 0:  # one sample per batch waits
+            time.sleep(delays[int(x) // 4 % len(delays)])
+        return x * 10
+
+    @pipeline_def(**{"batch_size": 4, "num_threads": 2, "seed": 3, **kw})
+    def pipe():
+        x = fn.external_source(source=lambda info: np.int64(info.idx_in_epoch), batch=False)
+        coin = fn.random.coin_flip()
+        return fn.python_function(x, function=slow), coin
+
+    return pipe()
+
+
+def test_lanes_deliver_in_iteration_order_when_later_batches_finish_first(lanes):
+    reference = _slow_pipe([0.0])
+    ref = [[t.as_array().copy() for t in reference.run()] for _ in range(6)]
+    reference.close()
+    lanes(3)
+    p = _slow_pipe([0.15, 0.0, 0.0])  # batch 0 of every three is the slowest
+    got = [[t.as_array().copy() for t in p.run()] for _ in range(6)]
+    names = {t.name for t in threading.enumerate()}
+    assert {"chute-compute-0", "chute-compute-1", "chute-compute-2"} <= names
+    p.close()
+    for r, g in zip(ref, got):
+        for a, b in zip(r, g):
+            np.testing.assert_array_equal(a, b)
+    assert [int(b[0][0]) for b in got] == [0, 40, 80, 120, 160, 200]  # sample 4i, times 10
+
+
+def test_lanes_error_arrives_after_the_batches_before_it(lanes):
+    lanes(3)
+
+    def fail_on_batch_2(x):
+        if int(x) == 8:
+            raise ValueError("bad batch")
+        time.sleep(0.05 if int(x) == 4 else 0.0)  # batch 1 finishes after batch 2 failed
+        return x
+
+    @pipeline_def(batch_size=4, num_threads=2, seed=0)
+    def pipe():
+        x = fn.external_source(source=lambda info: np.int64(info.idx_in_epoch), batch=False)
+        return fn.python_function(x, function=fail_on_batch_2)
+
+    p = pipe()
+    assert int(p.run()[0].at(0)) == 0
+    assert int(p.run()[0].at(0)) == 4
+    with pytest.raises(OperatorError, match="bad batch"):
+        p.run()
+    with pytest.raises(RuntimeError, match="stopped after an error"):
+        p.run()
+    p.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("chute-compute")]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lane_files")
+    paths = []
+    for i in range(20):
+        p = root / f"{i:03d}.bin"
+        p.write_bytes(bytes([i]))
+        paths.append(str(p))
+    return paths
+
+
+def _reader_pipe(paths, **kw):
+    @pipeline_def(**{"batch_size": 3, "num_threads": 2, "seed": 1, "prefetch_queue_depth": 2, **kw})
+    def pipe():
+        data, _ = fn.readers.file(files=paths, random_shuffle=True, name="Reader")
+        return data, fn.random.uniform(range=(0, 1))
+
+    return pipe()
+
+
+def _epoch(it):
+    return [
+        ([int(b["data"].at(i)[0]) for i in range(len(b["data"]))], b["u"].as_array().tolist())
+        for (b,) in it
+    ]
+
+
+def test_lanes_keep_epochs_state_and_reset_exact(lanes, files):
+    def run(n_lanes):
+        lanes(n_lanes)
+        p = _reader_pipe(files)
+        it = Iterator(
+            p, ["data", "u"], reader_name="Reader", last_batch_policy=LastBatchPolicy.PARTIAL
+        )
+        first = _epoch(it)
+        it.reset()
+        (b,) = next(it)
+        state = it.state_dict()
+        rest = _epoch(it)
+        it2 = Iterator(
+            _reader_pipe(files),
+            ["data", "u"],
+            reader_name="Reader",
+            last_batch_policy=LastBatchPolicy.PARTIAL,
+        )
+        it2.load_state_dict(state)
+        resumed = _epoch(it2)
+        p.close()
+        return first, rest, resumed
+
+    ref = run(1)
+    got = run(3)
+    assert got == ref
+    first, rest, resumed = got
+    assert sorted(i for ids, _ in first for i in ids) == list(range(20))
+    assert resumed == rest
+
+
+def test_pipeline_reset_with_lanes_loses_no_prefetched_batch(lanes, files):
+    lanes(3)
+
+    @pipeline_def(batch_size=2, num_threads=2, seed=0, prefetch_queue_depth=3)
+    def pipe():
+        data, _ = fn.readers.file(files=files[:8], name="Reader")
+        return data
+
+    p = pipe()
+    first = int(p.run()[0].at(0)[0])
+    time.sleep(0.2)  # let the reader and the lanes run ahead
+    p.reset()
+    assert (first, int(p.run()[0].at(0)[0])) == (0, 2)
+    p.close()
+
+
+def _plan(*steps, sources=("cpu",)):
+    nodes = [n for s in steps for n in s.nodes]
+    return SimpleNamespace(
+        uses_gpu=any(n.device != "cpu" for n in nodes),
+        sources=[SimpleNamespace(device=d) for d in sources],
+        steps=list(steps),
+        nodes=nodes,
+    )
+
+
+def _step(name, device, kind="gpu", **args):
+    node = SimpleNamespace(device=device, schema=SimpleNamespace(name=name), args=args)
+    return SimpleNamespace(kind=kind, nodes=[node])
+
+
+def test_lane_count_only_for_gpu_decoding_with_lane_safe_operators(monkeypatch):
+    monkeypatch.setattr(lanes_module, "DEFAULT_GPU_LANES", 3)
+    pipe = SimpleNamespace(exec_pipelined=True, on_error="raise")
+    train = [
+        _step("random.coin_flip", "cpu", kind="segment"),
+        _step("decoders.image_random_crop", "mixed"),
+        _step("resize", "gpu"),
+        _step("crop_mirror_normalize", "gpu"),
+    ]
+    assert lanes_module.lane_count(_plan(*train), pipe) == 3
+    assert lanes_module.lane_count(_plan(*train[2:]), pipe) == 1  # no GPU decoding
+    assert lanes_module.lane_count(_plan(*train, _step("python_function", "gpu")), pipe) == 1
+    assert lanes_module.lane_count(_plan(*train, sources=("gpu",)), pipe) == 1
+    assert lanes_module.lane_count(_plan(*train, _step("flip", "gpu", on_error="skip")), pipe) == 1
+    skip = SimpleNamespace(exec_pipelined=True, on_error="skip")
+    assert lanes_module.lane_count(_plan(*train), skip) == 1
+    serial = SimpleNamespace(exec_pipelined=False, on_error="raise")
+    assert lanes_module.lane_count(_plan(*train), serial) == 1
+    cpu = [
+        _step("random.coin_flip", "cpu", kind="segment"),
+        _step("python_function", "cpu", "batch"),
+    ]
+    assert lanes_module.lane_count(_plan(*cpu), pipe) == 1
