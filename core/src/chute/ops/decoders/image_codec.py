@@ -1,9 +1,11 @@
 """CPU image decoding: format detection, header peeking, ROI and DCT-scaled decodes.
 
-JPEG goes through simplejpeg (libjpeg-turbo, releases the GIL), which is the
-fastest correct path measured here (bench/decode_cpu.py); CMYK/YCCK JPEGs and
-every other format go through Pillow, and 16-bit colour PNGs through OpenCV
-when 16-bit output is asked for.
+JPEG goes through libjpeg-turbo 3 (chute.ops.decoders.turbo), which decodes
+only the region of interest and, for DCT-scaled decodes, at 1/2, 1/4 or 1/8
+size; where that library is missing, through simplejpeg (whole image, then
+cropped: the same pixels). Both release the GIL. CMYK/YCCK JPEGs and every
+other format go through Pillow, and 16-bit colour PNGs through OpenCV when
+16-bit output is asked for.
 
 Conventions, chosen once for every format:
 
@@ -33,6 +35,7 @@ import cv2
 import numpy as np
 import simplejpeg
 
+from chute.ops.decoders import turbo
 from chute.ops.decoders.image_headers import (
     DecodeError,
     EncodedImage,
@@ -210,6 +213,7 @@ def _decode(
     out_dtype = _normalize_dtype(dtype)
     buf = as_buffer(data)
     fmt = _detect(buf)
+    origin = (0, 0)  # where `native` starts in the (scaled) source image
     if fmt == "jpeg":
         height, width, colorspace = _jpeg_header(buf)
         check_pixels(height, width, max_pixels)
@@ -220,10 +224,9 @@ def _decode(
             native, layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
             plan = _Plan(plan.source_rect, 8)
         else:
-            native, layout, numerator = _decode_simplejpeg(
-                buf, height, width, colorspace, out_type, plan.numerator
+            native, layout, plan, origin = _decode_jpeg(
+                buf, height, width, colorspace, out_type, plan
             )
-            plan = _Plan(plan.source_rect, numerator)
     else:
         native, layout, orientation = decode_pillow(
             buf, fmt, out_dtype, max_pixels, adjust_orientation
@@ -231,7 +234,7 @@ def _decode(
         height, width = native.shape[:2]
         plan = _plan(height, width, orientation, roi, min_size)
         plan = _Plan(plan.source_rect, 8)
-    crop, window = _crop_scaled(native, plan)
+    crop, window = _crop_scaled(native, plan, origin)
     image = _convert_color(crop, layout, out_type)
     image = apply_orientation(image, orientation)
     window = rect_to_oriented(window, crop.shape[0], crop.shape[1], orientation)
@@ -311,9 +314,10 @@ def _validate_roi(roi: tuple[int, int, int, int], height: int, width: int) -> tu
     return y0, x0, y1, x1
 
 
-def _decode_simplejpeg(
-    buf: memoryview, height: int, width: int, colorspace: str, out_type: str, numerator: int
-) -> tuple[np.ndarray, str, int]:
+def _decode_jpeg(
+    buf: memoryview, height: int, width: int, colorspace: str, out_type: str, plan: _Plan
+) -> tuple[np.ndarray, str, _Plan, tuple[int, int]]:
+    """Decode the plan's rect (or more) of a JPEG: (pixels, layout, plan, origin of pixels)."""
     # Let libjpeg-turbo produce the output colour order directly when it can.
     if out_type == "GRAY" or (out_type == "ANY_DATA" and colorspace == "Gray"):
         target, layout = "GRAY", "L"
@@ -321,6 +325,21 @@ def _decode_simplejpeg(
         target, layout = "BGR", "BGR"
     else:
         target, layout = "RGB", "RGB"
+    decoder = turbo.load()
+    if decoder is None:
+        native, numerator = _decode_simplejpeg(buf, height, width, target, plan.numerator)
+        return native, layout, _Plan(plan.source_rect, numerator), (0, 0)
+    rect = _scaled_rect(plan.source_rect, plan.numerator)
+    try:
+        native, y, x = decoder.decode(np.frombuffer(buf, np.uint8), target, plan.numerator, rect)
+    except ValueError as exc:
+        raise DecodeError(f"jpeg: {exc}") from None
+    return native, layout, plan, (y, x)
+
+
+def _decode_simplejpeg(
+    buf: memoryview, height: int, width: int, target: str, numerator: int
+) -> tuple[np.ndarray, int]:
     min_h = -(-height * numerator // 8) if numerator < 8 else 0
     min_w = -(-width * numerator // 8) if numerator < 8 else 0
     try:
@@ -329,7 +348,7 @@ def _decode_simplejpeg(
         raise DecodeError(f"jpeg: {exc}") from None
     if numerator < 8:
         numerator = _actual_numerator(height, width, image.shape[0], image.shape[1])
-    return image, layout, numerator
+    return image, numerator
 
 
 def _actual_numerator(height: int, width: int, out_h: int, out_w: int) -> int:
@@ -341,14 +360,22 @@ def _actual_numerator(height: int, width: int, out_h: int, out_w: int) -> int:
     raise DecodeError(f"jpeg: unexpected scaled size {out_w}x{out_h} for {width}x{height}")
 
 
-def _crop_scaled(native: np.ndarray, plan: _Plan) -> tuple[np.ndarray, tuple[float, ...]]:
+def _scaled_rect(source_rect: tuple[int, int, int, int], m: int) -> tuple[int, int, int, int]:
+    # Grow the roi outward to whole pixels of the reduced image, so it is
+    # never smaller than asked.
+    y0, x0, y1, x1 = source_rect
+    return y0 * m // 8, x0 * m // 8, -(-y1 * m // 8), -(-x1 * m // 8)
+
+
+def _crop_scaled(
+    native: np.ndarray, plan: _Plan, origin: tuple[int, int]
+) -> tuple[np.ndarray, tuple[float, ...]]:
+    """Cut the plan's rect out of `native` (which starts at `origin`) and locate the exact roi."""
     y0, x0, y1, x1 = plan.source_rect
     m = plan.numerator
-    # Grow the roi outward to whole pixels of the reduced image, so it is
-    # never smaller than asked, and say where the exact roi lies inside.
-    iy0, ix0 = y0 * m // 8, x0 * m // 8
-    iy1, ix1 = -(-y1 * m // 8), -(-x1 * m // 8)
-    crop = native[iy0:iy1, ix0:ix1]
+    iy0, ix0, iy1, ix1 = _scaled_rect(plan.source_rect, m)
+    oy, ox = origin
+    crop = native[iy0 - oy : iy1 - oy, ix0 - ox : ix1 - ox]
     window = (y0 * m / 8 - iy0, x0 * m / 8 - ix0, y1 * m / 8 - iy0, x1 * m / 8 - ix0)
     return crop, window
 

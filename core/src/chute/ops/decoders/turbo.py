@@ -1,0 +1,232 @@
+"""Region-of-interest and DCT-scaled JPEG decoding through libjpeg-turbo's TurboJPEG 3 API.
+
+A random crop decoded this way skips the inverse DCT, upsampling and colour
+conversion of everything outside the crop, and the entropy decoding of every
+row below it; a DCT-scaled decode (1/2, 1/4, 1/8) makes the inverse DCT itself
+produce the smaller image. simplejpeg, chute's other JPEG path, exposes neither.
+
+The binding is a few ctypes calls (ctypes releases the GIL for each call, so
+worker threads decode in parallel). The shared library is looked up, in order:
+
+1. the path in the ``CHUTE_LIBTURBOJPEG`` environment variable;
+2. the copy of libjpeg-turbo 3 bundled in the ``turbojpeg`` wheel (a dependency
+   of chute on x86-64), found without importing that package;
+3. ``libturbojpeg`` on the system library path, if it has the version 3 API.
+
+When none is found :func:`load` returns None and chute decodes whole JPEGs
+with simplejpeg and crops afterwards (same pixels, more work).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import importlib.util
+import math
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["JpegHeader", "TurboJPEG", "load"]
+
+# TurboJPEG 3 constants (turbojpeg.h).
+_INIT_DECOMPRESS = 1
+_PARAM_STOPONWARNING = 0
+_PARAM_SUBSAMP = 4
+_PARAM_JPEGWIDTH = 5
+_PARAM_JPEGHEIGHT = 6
+_PARAM_COLORSPACE = 8
+PIXEL_FORMATS = {"RGB": 0, "BGR": 1, "GRAY": 6}
+_CHANNELS = {"RGB": 3, "BGR": 3, "GRAY": 1}
+COLORSPACES = {0: "RGB", 1: "YCbCr", 2: "Gray", 3: "CMYK", 4: "YCCK"}
+# Width in pixels of one MCU per chroma subsampling (TJSAMP_444, 422, 420, GRAY,
+# 440, 411, 441); a cropping region must start on an MCU boundary.
+_MCU_WIDTH = {0: 8, 1: 16, 2: 16, 3: 8, 4: 8, 5: 32, 6: 8}
+
+
+class _Region(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_int), ("y", ctypes.c_int), ("w", ctypes.c_int), ("h", ctypes.c_int)]
+
+
+class _ScalingFactor(ctypes.Structure):
+    _fields_ = [("num", ctypes.c_int), ("denom", ctypes.c_int)]
+
+
+_NO_REGION = _Region(0, 0, 0, 0)
+
+
+class JpegHeader:
+    """Size, chroma subsampling and colour space of a JPEG, from its header."""
+
+    __slots__ = ("colorspace", "height", "subsampling", "width")
+
+    def __init__(self, height: int, width: int, subsampling: int, colorspace: str):
+        self.height = height
+        self.width = width
+        self.subsampling = subsampling  # TJSAMP_*, -1 where unusual
+        self.colorspace = colorspace
+
+
+class _Handle:
+    """One decompressor; TurboJPEG handles are not thread-safe, so each thread has its own."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        self.ptr = lib.tj3Init(_INIT_DECOMPRESS)
+        if not self.ptr:
+            raise MemoryError("tj3Init failed")
+        # Corrupt or truncated data is an error, not a warning with grey rows.
+        lib.tj3Set(self.ptr, _PARAM_STOPONWARNING, 1)
+
+    def __del__(self) -> None:
+        if self.ptr:
+            self.lib.tj3Destroy(self.ptr)
+            self.ptr = None
+
+
+class TurboJPEG:
+    """Decoder over a loaded libturbojpeg (version 3 API)."""
+
+    def __init__(self, path: str):
+        lib = ctypes.CDLL(path)
+        vp, sz, i = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+        lib.tj3Init.restype = vp
+        lib.tj3Init.argtypes = [i]
+        lib.tj3Destroy.argtypes = [vp]
+        lib.tj3Set.argtypes = [vp, i, i]
+        lib.tj3Get.argtypes = [vp, i]
+        lib.tj3DecompressHeader.argtypes = [vp, vp, sz]
+        lib.tj3SetScalingFactor.argtypes = [vp, _ScalingFactor]
+        lib.tj3SetCroppingRegion.argtypes = [vp, _Region]
+        lib.tj3Decompress8.argtypes = [vp, vp, sz, vp, i, i]
+        lib.tj3GetErrorStr.restype = ctypes.c_char_p
+        lib.tj3GetErrorStr.argtypes = [vp]
+        self.lib = lib
+        self.path = path
+        self._local = threading.local()
+
+    def _handle(self) -> _Handle:
+        handle = getattr(self._local, "handle", None)
+        if handle is None:
+            handle = self._local.handle = _Handle(self.lib)
+        return handle
+
+    def _error(self, handle: _Handle) -> str:
+        return self.lib.tj3GetErrorStr(handle.ptr).decode("utf-8", "replace")
+
+    def _read_header(self, handle: _Handle, buf: np.ndarray) -> JpegHeader:
+        lib = self.lib
+        if lib.tj3DecompressHeader(handle.ptr, buf.ctypes.data, buf.size) != 0:
+            raise ValueError(self._error(handle))
+        colorspace = COLORSPACES.get(lib.tj3Get(handle.ptr, _PARAM_COLORSPACE), "unknown")
+        return JpegHeader(
+            lib.tj3Get(handle.ptr, _PARAM_JPEGHEIGHT),
+            lib.tj3Get(handle.ptr, _PARAM_JPEGWIDTH),
+            lib.tj3Get(handle.ptr, _PARAM_SUBSAMP),
+            colorspace,
+        )
+
+    def header(self, buf: np.ndarray) -> JpegHeader:
+        """Read the header of the JPEG in `buf` (1-D uint8); ValueError if it is not one."""
+        return self._read_header(self._handle(), buf)
+
+    def decode(
+        self,
+        buf: np.ndarray,
+        pixel_format: str,
+        numerator: int = 8,
+        rect: tuple[int, int, int, int] | None = None,
+    ) -> tuple[np.ndarray, int, int]:
+        """Decode at `numerator`/8 scale, only `rect` (y0, x0, y1, x1, in scaled pixels).
+
+        Returns (image, y, x): the HWC image and where its top-left pixel lies in
+        the scaled image. The decoded area has a margin around `rect` and starts
+        at an MCU column boundary (libjpeg-turbo decodes whole MCU columns), so
+        ``image`` can be a few pixels larger than asked.
+        """
+        handle = self._handle()
+        lib = self.lib
+        header = self._read_header(handle, buf)
+        scaled_h = -(-header.height * numerator // 8)
+        scaled_w = -(-header.width * numerator // 8)
+        common = math.gcd(numerator, 8)  # the library accepts only reduced fractions
+        factor = _ScalingFactor(numerator // common, 8 // common)
+        if lib.tj3SetScalingFactor(handle.ptr, factor) != 0:
+            raise ValueError(self._error(handle))
+        y0, x0, y1, x1 = rect if rect is not None else (0, 0, scaled_h, scaled_w)
+        if not (0 <= y0 < y1 <= scaled_h and 0 <= x0 < x1 <= scaled_w):
+            raise ValueError(f"region {rect} outside the {scaled_h}x{scaled_w} scaled image")
+        # Chroma upsampling at the region's edges reads pixels beyond them, and
+        # libjpeg-turbo treats the region's right edge as the image's: decoding one
+        # more row above and below, one more column left and one more MCU right
+        # keeps the region equal to the same pixels of a full decode (checked on
+        # 4:4:4, 4:2:2, 4:2:0 and progressive files; it costs a few columns).
+        mcu = _MCU_WIDTH.get(header.subsampling, 0) * numerator // 8
+        y0, x0 = max(y0 - 1, 0), max(x0 - 1, 0)
+        y1, x1 = min(y1 + 1, scaled_h), min(x1 + mcu, scaled_w)
+        if (y0, x0, y1, x1) == (0, 0, scaled_h, scaled_w) or mcu == 0:
+            region = _NO_REGION
+            y0, x0, y1, x1 = 0, 0, scaled_h, scaled_w
+        else:
+            x0 -= x0 % mcu
+            region = _Region(x0, y0, x1 - x0, y1 - y0)
+        if lib.tj3SetCroppingRegion(handle.ptr, region) != 0:
+            raise ValueError(self._error(handle))
+        channels = _CHANNELS[pixel_format]
+        out = np.empty((y1 - y0, x1 - x0, channels), np.uint8)
+        status = lib.tj3Decompress8(
+            handle.ptr, buf.ctypes.data, buf.size, out.ctypes.data, 0, PIXEL_FORMATS[pixel_format]
+        )
+        if status != 0:
+            raise ValueError(self._error(handle))
+        return out, y0, x0
+
+
+def _bundled_library() -> list[str]:
+    # The turbojpeg wheel keeps libjpeg-turbo 3 in site-packages/turbojpeg.libs/;
+    # importing that package is not needed (and not wanted: we use only the library).
+    try:
+        spec = importlib.util.find_spec("turbojpeg")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.origin:
+        return []
+    libs = Path(spec.origin).parent / "turbojpeg.libs"
+    return sorted(str(p) for p in libs.glob("libturbojpeg*.so*")) if libs.is_dir() else []
+
+
+def _candidates() -> list[str]:
+    found = []
+    env = os.environ.get("CHUTE_LIBTURBOJPEG")
+    if env:
+        found.append(env)
+    found += _bundled_library()
+    system = ctypes.util.find_library("turbojpeg")
+    if system:
+        found.append(system)
+    return found
+
+
+_loaded: list[TurboJPEG | None] = []
+_load_lock = threading.Lock()
+
+
+def load() -> TurboJPEG | None:
+    """The TurboJPEG 3 decoder, or None where no libturbojpeg 3 can be loaded (cached)."""
+    with _load_lock:
+        if not _loaded:
+            _loaded.append(_first_loadable())
+        return _loaded[0]
+
+
+def _first_loadable() -> TurboJPEG | None:
+    if os.environ.get("CHUTE_LIBTURBOJPEG") == "":
+        return None  # explicitly switched off
+    for path in _candidates():
+        try:
+            return TurboJPEG(path)
+        except (OSError, AttributeError):
+            continue  # not loadable, or a version 2 library without the tj3 functions
+    return None
