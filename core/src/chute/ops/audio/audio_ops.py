@@ -3,7 +3,8 @@ mel_filter_bank, to_decibels, mfcc, nonsilent_region.
 
 Each is a per-sample CPU operator over the pure functions of
 :mod:`chute.ops.audio.dsp` and :mod:`chute.ops.audio.codec`, with DALI's
-argument names, defaults and output shapes.
+argument names, defaults and output shapes. The feature operators also run
+on the GPU (``device="gpu"``), a whole batch at a time (:mod:`chute.ops.audio.gpu`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import ArgView, Operator
 from chute.ops.audio import dsp
+from chute.ops.audio import gpu as audio_gpu
 from chute.ops.audio.codec import AUDIO_DTYPES, decode_audio
 from chute.ops.tensor_ops import convert
 from chute.types import to_dtype
@@ -144,6 +146,7 @@ class PreemphasisFilter(Operator):
 
     schema = Schema(
         name="preemphasis_filter",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("preemph_coeff", "float", 0.97, "Preemphasis coefficient."),
@@ -166,12 +169,16 @@ class PreemphasisFilter(Operator):
         out = dsp.preemphasis(inputs[0], args["preemph_coeff"], args["border"])
         return convert(out, args["dtype"])
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        return audio_gpu.preemphasis_gpu(self, inputs, args, ctx)
+
 
 class Spectrogram(Operator):
     """Produces a spectrogram (magnitude or power of a short-time FFT) of a 1-D signal."""
 
     schema = Schema(
         name="spectrogram",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("nfft", "int", None, "FFT size (default: window_length); nfft // 2 + 1 bins."),
@@ -240,6 +247,9 @@ class Spectrogram(Operator):
             layout=args["layout"],
         )
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        return audio_gpu.spectrogram_gpu(self, inputs, args, ctx)
+
 
 @functools.lru_cache(maxsize=64)
 def _mel_matrix(
@@ -264,6 +274,7 @@ class MelFilterBank(Operator):
 
     schema = Schema(
         name="mel_filter_bank",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("nfilter", "int", 128, "Number of mel filters.", per_sample=False),
@@ -320,12 +331,16 @@ class MelFilterBank(Operator):
         )
         return dsp.apply_along(matrix, x, axis)
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        return audio_gpu.mel_filter_bank_gpu(self, inputs, args, ctx)
+
 
 class ToDecibels(Operator):
     """Converts a magnitude (real, positive) to decibels: multiplier * log10(x / reference)."""
 
     schema = Schema(
         name="to_decibels",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("multiplier", "float", 10.0, "10 for power, 20 for amplitude.", per_sample=False),
@@ -360,12 +375,16 @@ class ToDecibels(Operator):
         reference = 0.0 if args["ref_max"] else args["reference"]
         return dsp.to_decibels(inputs[0], args["multiplier"], reference, args["cutoff_db"])
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        return audio_gpu.to_decibels_gpu(self, inputs, args, ctx)
+
 
 class MFCC(Operator):
     """Computes mel-frequency cepstral coefficients (a DCT along ``axis``) of a mel spectrogram."""
 
     schema = Schema(
         name="mfcc",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("axis", "int", 0, "Axis the DCT runs along.", per_sample=False),
@@ -420,12 +439,16 @@ class MFCC(Operator):
             normalize=args["normalize"],
         )
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        return audio_gpu.mfcc_gpu(self, inputs, args, ctx)
+
 
 class NonsilentRegion(Operator):
     """Finds the leading and trailing silence of a 1-D signal; outputs (begin, length), int32."""
 
     schema = Schema(
         name="nonsilent_region",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         num_outputs=2,
         args=(
@@ -470,3 +493,6 @@ class NonsilentRegion(Operator):
             args["reset_interval"],
         )
         return np.array(begin, np.int32), np.array(length, np.int32)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        return audio_gpu.nonsilent_region_gpu(self, inputs, args, ctx)

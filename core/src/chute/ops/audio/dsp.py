@@ -1,9 +1,11 @@
-"""Audio signal processing as pure NumPy functions, with DALI's conventions.
+"""Audio signal processing on one NumPy sample, with DALI's conventions.
 
 Every function takes and returns NumPy arrays and holds no state, so the
 operators in :mod:`chute.ops.audio.audio_ops` are thin wrappers and the tests
-can call these directly. The heavy work is vectorized NumPy (FFT, matrix
-products, cumulative sums), which runs in native code.
+can call these directly. The feature math itself lives in
+:mod:`chute.ops.audio.batched`, written once for NumPy and CuPy: these
+functions check arguments and run it on a batch of one. The heavy work is
+vectorized (FFT, matrix products, cumulative sums), in native code.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from chute.ops.audio import batched
+
 __all__ = [
     "dct_matrix",
     "hann_window",
     "mel_filters",
     "mfcc",
+    "mfcc_basis",
     "nonsilent_region",
     "output_length",
     "preemphasis",
@@ -61,38 +66,19 @@ def spectrogram(
     window = hann_window(window_length) if window_fn is None else np.asarray(window_fn, np.float32)
     if window.shape != (window_length,):
         raise ValueError(f"window_fn has {window.size} values but window_length is {window_length}")
-    if center_windows:
-        pad = window_length // 2
-        num_windows = len(x) // window_step + 1
-        if reflect_padding and len(x) > 1:
-            x = _reflect_pad(x, pad)
-        else:
-            x = np.pad(x, pad)
-    else:
-        num_windows = max(0, (len(x) - window_length) // window_step + 1)
-    bins = nfft // 2 + 1
-    if num_windows == 0:
-        out = np.zeros((0, bins), np.float32)
-    else:
-        frames = np.lib.stride_tricks.sliding_window_view(x, window_length)[::window_step]
-        frames = frames[:num_windows] * window
-        spectrum = np.fft.rfft(frames, n=nfft, axis=-1)
-        out = spectrum.real**2 + spectrum.imag**2
-        if power == 1:
-            out = np.sqrt(out)
-        elif power != 2:
-            raise ValueError(f"power must be 1 or 2, got {power}")
-        out = out.astype(np.float32)
-    return np.ascontiguousarray(out.T if layout == "ft" else out)
-
-
-def _reflect_pad(x: np.ndarray, pad: int) -> np.ndarray:
-    # numpy's "reflect" needs pad < len; longer pads keep bouncing between the ends.
-    while pad > 0:
-        step = min(pad, len(x) - 1)
-        x = np.pad(x, step, mode="reflect")
-        pad -= step
-    return x
+    out = batched.spectrogram(
+        np,
+        [x],
+        [nfft],
+        window_length,
+        window_step,
+        window,
+        power,
+        center_windows,
+        reflect_padding,
+        layout,
+    )
+    return out[0]
 
 
 def _as_mono(signal: np.ndarray, op: str) -> np.ndarray:
@@ -167,9 +153,8 @@ def mel_filters(
 
 def apply_along(matrix: np.ndarray, data: np.ndarray, axis: int) -> np.ndarray:
     """Multiply ``matrix`` (out, in) into ``data`` along ``axis`` (one BLAS call)."""
-    moved = np.moveaxis(data, axis, -1)
-    out = moved @ matrix.T
-    return np.ascontiguousarray(np.moveaxis(out, -1, axis))
+    data = np.asarray(data)
+    return batched.matrix_along(np, matrix, [data], axis % max(data.ndim, 1))[0]
 
 
 def to_decibels(
@@ -180,12 +165,8 @@ def to_decibels(
 ) -> np.ndarray:
     """``multiplier * log10(max(min_ratio, x / reference))``; reference 0 = the sample's maximum."""
     x = np.asarray(magnitude, np.float32)
-    ref = float(x.max()) if reference == 0.0 and x.size else reference
-    if ref <= 0.0:  # all-zero input: every value sits at the cut-off
-        return np.full(x.shape, cutoff_db, np.float32)
-    min_ratio = 10.0 ** (cutoff_db / multiplier)
-    ratio = np.maximum(x / np.float32(ref), np.float32(min_ratio))
-    return (np.float32(multiplier) * np.log10(ratio)).astype(np.float32)
+    # an all-zero input (reference 0 or less) comes out at the cut-off everywhere
+    return batched.to_decibels(np, [x], multiplier, reference, cutoff_db)[0]
 
 
 def dct_matrix(n_out: int, n_in: int, dct_type: int = 2, normalize: bool = False) -> np.ndarray:
@@ -239,11 +220,18 @@ def mfcc(
     n_in = x.shape[axis]
     if not 0 < n_mfcc <= n_in:
         raise ValueError(f"n_mfcc must be in [1, {n_in}] (the size of axis {axis}), got {n_mfcc}")
+    return apply_along(mfcc_basis(n_in, n_mfcc, dct_type, lifter, normalize), x, axis)
+
+
+def mfcc_basis(
+    n_in: int, n_mfcc: int, dct_type: int = 2, lifter: float = 0.0, normalize: bool = False
+) -> np.ndarray:
+    """The (n_mfcc, n_in) float32 matrix of :func:`mfcc`: DCT rows, scaled by the lifter."""
     basis = dct_matrix(n_mfcc, n_in, dct_type, normalize)
     if lifter > 0:
         i = np.arange(n_mfcc, dtype=np.float64)
         basis = basis * (1.0 + np.sin(np.pi * (i + 1) / lifter) * (lifter / 2.0))[:, None]
-    return apply_along(basis.astype(np.float32), x, axis)
+    return basis.astype(np.float32)
 
 
 def nonsilent_region(
@@ -264,23 +252,8 @@ def nonsilent_region(
     periodic recomputation.
     """
     x = _as_mono(signal, "nonsilent_region").astype(np.float64)
-    if window_length < 1:
-        raise ValueError(f"window_length must be >= 1, got {window_length}")
-    if len(x) == 0:
-        return 0, 0
-    cumulative = np.concatenate(([0.0], np.cumsum(x * x)))
-    ends = np.arange(1, len(x) + 1)
-    starts = np.maximum(0, ends - window_length)
-    power = (cumulative[ends] - cumulative[starts]) / window_length
-    ref = float(power.max()) if reference_power <= 0.0 else reference_power
-    if ref <= 0.0:
-        return 0, 0
-    loud = np.flatnonzero(power >= ref * 10.0 ** (cutoff_db / 10.0))
-    if loud.size == 0:
-        return 0, 0
-    begin = max(0, int(loud[0]) - window_length + 1)
-    end = int(loud[-1]) + 1
-    return begin, end - begin
+    begin, length = batched.nonsilent_regions(np, [x], cutoff_db, window_length, reference_power)
+    return int(begin[0]), int(length[0])
 
 
 def preemphasis(
@@ -288,20 +261,7 @@ def preemphasis(
 ) -> np.ndarray:
     """``y[t] = x[t] - coeff * x[t-1]`` along the first axis; x[-1] is 0, x[0] or x[1] by ``border``."""
     x = np.asarray(signal, np.float32)
-    if x.shape[0] == 0:
-        return x.copy()
-    out = np.empty_like(x)
-    out[1:] = x[1:] - np.float32(preemph_coeff) * x[:-1]
-    if border == "zero":
-        previous = np.zeros_like(x[0])
-    elif border == "clamp":
-        previous = x[0]
-    elif border == "reflect":
-        previous = x[1] if x.shape[0] > 1 else x[0]
-    else:
-        raise ValueError(f"border must be 'zero', 'clamp' or 'reflect', got {border!r}")
-    out[0] = x[0] - np.float32(preemph_coeff) * previous
-    return out
+    return batched.preemphasis(np, [x], [preemph_coeff], border)[0]
 
 
 def output_length(length: int, ratio: float) -> int:
