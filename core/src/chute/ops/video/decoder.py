@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -33,11 +34,15 @@ class VideoDecoder(Operator):
     Frames asked for past the end are padded by ``pad_mode``: "none" (left
     out), "constant" (``fill_value``), "edge" (the last frame) or "reflect".
     Seeks use a packet index built once per video content. Needs PyAV
-    (``pip install 'chute[video]'``).
+    (``pip install 'chute[video]'``). With ``device="mixed"`` the frames are
+    decoded by the GPU's hardware decoder (NVDEC, through PyNvVideoCodec:
+    ``pip install 'chute[video-gpu]'``) and come out on the GPU; videos in codecs
+    NVDEC cannot decode are decoded on the CPU and uploaded.
     """
 
     schema = Schema(
         name="decoders.video",
+        devices=("cpu", "mixed"),
         inputs=("encoded",),
         args=(
             Arg("frames", "int_list", None, "Frame numbers to decode.", per_sample=False),
@@ -86,18 +91,27 @@ class VideoDecoder(Operator):
         if args.get("stride", 1) < 1:
             raise ValueError(f"{op}: argument 'stride' must be >= 1")
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._nvdec: dict[tuple[int, int], Any] = {}
+        self._nvdec_lock = threading.Lock()
+
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(np.dtype(np.uint8), 4, "FHWC")]
 
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        encoded = inputs[0]
+    def setup(self, node: OpNode) -> None:
+        if node.device == "mixed":  # fail at build time, naming what to install
+            from chute.ops.video.nvdec import require_nvdec
+
+            require_nvdec(f"{self.schema.display_name}(device='mixed')", None)
+
+    def _wanted(self, encoded: np.ndarray, args: ArgView) -> list[int]:
         if encoded.dtype != np.uint8 or encoded.ndim != 1:
             raise ValueError(
                 f"expected encoded video bytes (1-D uint8), got {encoded.dtype} {encoded.shape}"
             )
-        where = self.schema.display_name
-        index = INDEX_CACHE.get(encoded, where)
-        wanted = select_frames(
+        index = INDEX_CACHE.get(encoded, self.schema.display_name)
+        return select_frames(
             index.num_frames,
             args["frames"],
             args["start_frame"],
@@ -105,7 +119,48 @@ class VideoDecoder(Operator):
             args["stride"],
             args["sequence_length"],
         )
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        encoded = inputs[0]
+        wanted = self._wanted(encoded, args)
         video, _ = read_sequence(
-            encoded, wanted, args["pad_mode"], args["fill_value"], args["image_type"], where
+            encoded,
+            wanted,
+            args["pad_mode"],
+            args["fill_value"],
+            args["image_type"],
+            self.schema.display_name,
         )
         return video
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        """device="mixed": NVDEC decodes each video (on the pipeline's threads), FHWC on the GPU."""
+        from chute.ops.video.nvdec import NvdecDecoder
+        from chute.tensors.gpu import TensorListGPU
+
+        (encoded,) = inputs
+        key = (ctx.device_id, ctx.stream.ptr)
+        with self._nvdec_lock:
+            decoder = self._nvdec.get(key)
+            if decoder is None:
+                where = f"{self.schema.display_name}(device='mixed')"
+                decoder = self._nvdec[key] = NvdecDecoder(ctx.device_id, ctx.stream, where)
+        videos: list[Any] = [None] * len(encoded)
+
+        def work(i: int) -> None:
+            a = args.sample(i)
+            videos[i], _ = decoder.read_sequence(
+                encoded[i],
+                self._wanted(encoded[i], a),
+                a["pad_mode"],
+                a["fill_value"],
+                a["image_type"],
+                self.schema.display_name,
+            )
+
+        failures = ctx.pool.run(work, len(encoded))
+        if failures:
+            i, exc = failures[0]
+            path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
+            raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {exc}") from exc
+        return TensorListGPU(videos, "FHWC", ctx.stream, ctx.device_id)

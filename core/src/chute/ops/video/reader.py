@@ -47,12 +47,15 @@ class VideoReader(Operator):
     then each frame's timestamp in seconds (``enable_timestamps``; -1 for
     padding). ``file_list`` lines are "path label [start end]", with start
     and end in frames or seconds (``file_list_format``). Needs PyAV
-    (``pip install 'chute[video]'``).
+    (``pip install 'chute[video]'``). With ``device="gpu"`` the GPU's hardware
+    decoder decodes (NVDEC, ``pip install 'chute[video-gpu]'``) and every output
+    is on the GPU; files in codecs NVDEC cannot decode are decoded on the CPU.
     """
 
     kind = "source"
     schema = Schema(
         name="readers.video",
+        devices=("cpu", "gpu"),
         num_outputs=4,
         args=(
             Arg("filenames", "str_list", None, "Video files.", per_sample=False),
@@ -160,8 +163,13 @@ class VideoReader(Operator):
     def open(self, node: OpNode, pipeline: Any) -> VideoSource:
         files, labels, ranges = _list_videos(node)
         on_error = node.args.get("on_error") or pipeline.on_error
+        nvdec = None
+        if node.device == "gpu":
+            from chute.ops.video.nvdec import NvdecDecoder
+
+            nvdec = NvdecDecoder(pipeline.device_id, where=f"{node.label}(device='gpu')")
         return VideoSource(
-            node, files, labels, ranges, pipeline.batch_size, pipeline.num_threads, on_error
+            node, files, labels, ranges, pipeline.batch_size, pipeline.num_threads, on_error, nvdec
         )
 
 
@@ -272,10 +280,12 @@ class VideoSource(ShardedSource):
         batch_size: int,
         num_threads: int,
         on_error: str = "raise",
+        nvdec: Any = None,
     ):
         self.node = node
         self.files = files
         self.on_error = on_error
+        self.nvdec = nvdec  # an NvdecDecoder when the reader runs on the GPU
         self.outputs = _output_names(node.args)
         self.pool = WorkerPool(num_threads, name="chute-video")
         self.indexes: list[PacketIndex | None] = [None] * len(files)
@@ -310,7 +320,8 @@ class VideoSource(ShardedSource):
             seq.first_frame + k * node.arg("stride") for k in range(node.arg("sequence_length"))
         ]
         path = self.files[seq.file]
-        video, shown = read_sequence(
+        decode = read_sequence if self.nvdec is None else self.nvdec.read_sequence
+        video, shown = decode(
             path,
             wanted,
             node.arg("pad_mode"),
@@ -352,9 +363,27 @@ class VideoSource(ShardedSource):
             "timestamps": np.zeros(0, np.float32),
         }
         outputs = [[(r or empty)[name] for r in results] for name in self.outputs]
+        if self.nvdec is not None:
+            outputs = self._to_gpu(outputs)
         for m, error in zip(meta, errors):
             m["error"] = error
         return outputs, meta
+
+    def _to_gpu(self, outputs: list[list[Any]]) -> list[list[Any]]:
+        """Every output on the GPU, complete: the executor hands them on to its own stream."""
+        cp = self.nvdec.cp
+        stream = self.nvdec.stream
+        with cp.cuda.Device(self.nvdec.device_id), stream:
+            moved = []
+            for samples in outputs:
+                host = [s for s in samples if isinstance(s, np.ndarray)]
+                if len(host) == len(samples) and len({s.shape for s in host}) == 1:
+                    dense = cp.asarray(np.stack(host))  # labels, frame numbers: one upload
+                    moved.append([dense[i] for i in range(len(samples))])
+                else:
+                    moved.append([cp.asarray(s) for s in samples])
+        stream.synchronize()
+        return moved
 
     def close(self) -> None:
         self.pool.close()
