@@ -22,6 +22,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+from PIL import Image
 
 from chute.ops.geometry._border import as_hwc
 from chute.ops.geometry._resample import resample
@@ -38,6 +39,10 @@ _FILTER_ALIASES = {
 }
 # a region of interest thinner than this (pixels) is widened, as DALI does
 _MIN_ROI = 1e-3
+# Pillow's resampling computes these filters exactly as the engine defines them (the
+# engine was written to match it) in one GIL-free call; the engine's NumPy blocks
+# hold the GIL between many small products and do not scale with threads.
+_PILLOW_FILTERS = {"linear": Image.BILINEAR, "cubic": Image.BICUBIC, "lanczos3": Image.LANCZOS}
 
 
 def interp_name(interp: Any) -> str:
@@ -253,6 +258,18 @@ def resample_plan(
         if flip_y or flip_x:
             out = np.ascontiguousarray(out[:: -1 if flip_y else 1, :: -1 if flip_x else 1])
         return out[:, :, 0] if squeeze else out
+    if (
+        antialias
+        and filters[0] == filters[1]
+        and filters[0] in _PILLOW_FILTERS
+        and hwc.dtype == np.uint8
+        and out_dtype == np.uint8
+        and hwc.shape[2] in (1, 3)
+        and 0.0 <= min(y0, y1) < max(y0, y1) <= in_h
+        and 0.0 <= min(x0, x1) < max(x0, x1) <= in_w
+    ):
+        out = _pillow_resize(hwc, plan, _PILLOW_FILTERS[filters[0]])
+        return out[:, :, 0] if squeeze else out
     return resample(
         image,
         plan.out_h,
@@ -264,6 +281,18 @@ def resample_plan(
         antialias=antialias,
         dtype=out_dtype,
     )
+
+
+def _pillow_resize(hwc: np.ndarray, plan: ResizePlan, resample_filter: int) -> np.ndarray:
+    """Antialiased uint8 resampling of the plan's region with Pillow (1 or 3 channels)."""
+    (y0, y1), (x0, x1) = plan.roi_y, plan.roi_x
+    channels = hwc.shape[2]
+    source = Image.fromarray(hwc[:, :, 0] if channels == 1 else hwc)
+    box = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+    resized = source.resize((plan.out_w, plan.out_h), resample_filter, box=box, reducing_gap=None)
+    out = np.asarray(resized).reshape(plan.out_h, plan.out_w, channels)
+    # a reversed region mirrors the output; the copy also makes it writable (Pillow's is not)
+    return np.array(out[:: -1 if y0 > y1 else 1, :: -1 if x0 > x1 else 1])
 
 
 def _nearest_index(in_size: int, out_size: int, lo: float, hi: float) -> np.ndarray:
