@@ -175,6 +175,26 @@ def test_one_decoder_per_thread_is_reconfigured_for_each_file(fake_gpu, videos, 
     assert FakeSimpleDecoder.created == before + 1
 
 
+def test_decoders_that_cannot_switch_to_in_memory_videos_are_made_anew(fake_gpu, videos):
+    class PathOnly(FakeSimpleDecoder):
+        def reconfigure_decoder(self, source):
+            if not isinstance(source, str) and hasattr(self, "source"):
+                raise TypeError("reconfigure_decoder(): incompatible arguments")
+            super().reconfigure_decoder(source)
+
+    decoder = nvdec.NvdecDecoder(0)
+    decoder.nvc = types.SimpleNamespace(
+        SimpleDecoder=PathOnly, OutputColorType=decoder.nvc.OutputColorType
+    )
+    data = np.fromfile(videos["h264.mp4"], np.uint8)
+    before = PathOnly.created
+    for start in (3, 9, 14):
+        got, _ = decoder.read_sequence(data, [start, start + 1])
+        assert frame_ids(got) == [start, start + 1]
+    assert PathOnly.created == before + 3 and decoder._bytes_reconfigure is False
+    assert nvdec.NVDEC_STATS.snapshot() == {"gpu": 3, "fallbacks": {}}
+
+
 class FakeTensorListGPU:
     def __init__(self, data, layout="", stream=None, device_id=0):
         self.data = list(data)
@@ -216,7 +236,7 @@ def test_mixed_decoder_in_a_pipeline(fake_pipeline_gpu, videos):
     data = [np.fromfile(videos[n], np.uint8) for n in ("h264.mp4", "mpeg4.avi", "h264.mp4")]
     starts = [np.array(s, np.int32) for s in (0, 5, 14)]
 
-    @pipeline_def(batch_size=3, num_threads=2, device_id=0)
+    @pipeline_def(batch_size=3, num_threads=2, device_id=0, exec_pipelined=False)
     def pipe():
         encoded = fn.external_source(source=lambda: data)
         first = fn.external_source(source=lambda: starts)

@@ -149,6 +149,7 @@ class NvdecDecoder:
         with self.cp.cuda.Device(device_id):
             self.stream = stream if stream is not None else self.cp.cuda.Stream(non_blocking=True)
         self._local = threading.local()
+        self._bytes_reconfigure: bool | None = None  # may decoders switch to in-memory videos?
 
     # ---- decoders ----------------------------------------------------------------------------
     def _thread_stream(self) -> Any:
@@ -169,19 +170,31 @@ class NvdecDecoder:
         )
 
     def _decoder(self, source: VideoSource, index: PacketIndex) -> Any:
-        """A decoder positioned on ``source`` whose frame count agrees with the index."""
+        """A decoder positioned on ``source`` whose frame count agrees with the index.
+
+        The thread's decoder is reconfigured for the next video (far cheaper than
+        a new decoder session); for in-memory videos only while PyNvVideoCodec
+        accepts that, which the first attempt tells.
+        """
         local = self._local
-        decoder = None
-        if isinstance(source, str):
-            decoder = getattr(local, "decoder", None)
-            if decoder is not None:
-                try:
-                    decoder.reconfigure_decoder(source)
-                except Exception:
-                    decoder = local.decoder = None
-            src: str | bytes = source
-        else:
+        in_memory = not isinstance(source, str)
+        src: str | bytes = source
+        if in_memory:
             src = source.tobytes() if isinstance(source, np.ndarray) else bytes(source)
+        decoder = getattr(local, "decoder", None)
+        if decoder is not None and not (in_memory and self._bytes_reconfigure is False):
+            try:
+                decoder.reconfigure_decoder(src)
+                len(decoder)  # a source it did not take may only show here
+                if in_memory:
+                    self._bytes_reconfigure = True
+            except Exception:
+                if in_memory and self._bytes_reconfigure is None:
+                    self._bytes_reconfigure = False
+                decoder = None
+        else:
+            decoder = None
+        local.decoder = None
         if decoder is None:
             try:
                 decoder = self._new_decoder(src, scanned=False)
@@ -192,8 +205,7 @@ class NvdecDecoder:
             decoder = self._new_decoder(src, scanned=True)
         if len(decoder) != index.num_frames:
             raise _Mismatch(f"decoder counts {len(decoder)} frames, index {index.num_frames}")
-        if isinstance(source, str):
-            local.decoder = decoder
+        local.decoder = decoder
         return decoder
 
     def _decode_gpu(self, source: VideoSource, frames: list[int], index: PacketIndex) -> Any:
