@@ -47,7 +47,11 @@ def _sync(batch: Any) -> None:
         if batch.is_cuda:
             torch.cuda.synchronize()
     elif module.startswith("chute") and getattr(batch, "stream", None) is not None:
-        batch.stream.synchronize()
+        # the pipeline's lanes use several streams: wait for all of them
+        import cupy
+
+        with cupy.cuda.Device(batch.device_id):
+            cupy.cuda.runtime.deviceSynchronize()
 
 
 def time_system(gen: Any, batch: int, warmup: int, iters: int, reps: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
 
+from chute.executor.batched import batched_values, supports_batched
 from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
 from chute.executor.lanes import NoLock, Sequencer, current_lane, lane_count, set_current_lane
 from chute.executor.plan import Plan, Step
@@ -174,6 +175,19 @@ class Executor:
         for node in nodes:
             for i in range(len(node.outputs)):
                 values[(node.id, i)] = [None] * n
+        # random sources with constant arguments: drawn for the whole batch at once
+        batched = [node for node in nodes if supports_batched(node)] if n else []
+        for node in batched:
+            start = perf_counter_ns()
+            seed = node.args.get("seed", self.seed)
+            values[(node.id, 0)][:] = batched_values(
+                node, seed, batch.epoch, batch.iteration, batch.meta[:n]
+            )
+            rec = self.stats.local()[node.id]
+            rec[0] += perf_counter_ns() - start
+            rec[1] += n
+        if batched:
+            nodes = [node for node in nodes if node not in batched]
         plans = [
             (
                 node,
@@ -211,7 +225,11 @@ class Executor:
                 rec[1] += 1
                 start = end
 
-        failures = self.pool.run(work, n)
+        if plans:
+            failures = self.pool.run(work, n)
+        else:  # every node was drawn for the batch: only the reader's failures remain
+            failures = []
+            bad.update({i: m["error"] for i, m in enumerate(batch.meta[:n]) if m.get("error")})
         if failures:
             i, exc = failures[0]
             if isinstance(exc, OperatorError):
@@ -221,7 +239,7 @@ class Executor:
         if bad:
             self._replace_bad_samples(batch, values, bad, self._fillers.get(id(step)))
         with self._lanes_lock:
-            for node in nodes:
+            for node in step.nodes:
                 self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
         if n:
             self._fillers[id(step)] = (

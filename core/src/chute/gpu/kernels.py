@@ -172,7 +172,13 @@ def build_sample_table(
 def _describe_inputs(
     cupy: Any, inputs: Sequence[Any]
 ) -> tuple[list[Any], list[int], np.ndarray, list[int]]:
-    """Return (arrays kept alive, pointers, (n, 3) shapes, row strides), checking layout."""
+    """Return (arrays kept alive, pointers, (n, 3) shapes, row strides), checking layout.
+
+    ``inputs`` is a sequence of HWC images or one (N, H, W, C) CuPy array, whose table
+    is computed without a view per sample.
+    """
+    if isinstance(inputs, cupy.ndarray) and inputs.ndim == 4:
+        return _describe_dense(cupy, inputs)
     arrays, ptrs, strides = [], [], []
     shapes = np.empty((len(inputs), 3), np.int64)
     for i, a in enumerate(inputs):
@@ -213,6 +219,24 @@ def _describe_inputs(
     if len(inputs) and np.any(shapes[:, 2] != shapes[0, 2]):
         raise ValueError("all samples of a batch must have the same number of channels")
     return arrays, ptrs, shapes, strides
+
+
+def _describe_dense(cupy: Any, batch: Any) -> tuple[list[Any], Any, np.ndarray, Any]:
+    n, h, w, c = batch.shape
+    if batch.dtype != np.uint8:
+        raise TypeError(f"expected a uint8 (N, H, W, C) batch, got {batch.dtype} {batch.shape}")
+    if c > 4:
+        raise ValueError(f"at most 4 channels are supported, got {c}")
+    if (
+        batch.strides[2] != c
+        or batch.strides[3] != 1
+        or batch.strides[1] < w * c
+        or batch.strides[0] <= 0
+    ):
+        batch = cupy.ascontiguousarray(batch)
+    ptrs = batch.data.ptr + np.arange(n, dtype=np.uint64) * np.uint64(batch.strides[0])
+    shapes = np.tile(np.array([[h, w, c]], np.int64), (n, 1))
+    return [batch], ptrs, shapes, np.full(n, batch.strides[1], np.int64)
 
 
 def _launch(

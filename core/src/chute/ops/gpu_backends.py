@@ -4,41 +4,170 @@ Each function is an operator's ``run_gpu``: it gets the whole batch (CPU
 sample lists for "mixed" operators, TensorListGPU otherwise), computes the
 per-sample parameters on the host (sizes, windows, flags — the same numbers
 as the CPU backend, from the same random streams) and launches one kernel
-for the batch on the pipeline's stream (chute.gpu.kernels).
+for the batch on the context's stream (chute.gpu.kernels).
+
+Decoded images stay nvImageCodec images inside a :class:`DecodedImages` batch
+(CuPy views are made only for a user who asks for a sample), and the kernels
+read dense batches without a view per sample: at 256 samples a batch, per-sample
+Python is what bounds the GPU path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from chute.types import to_dtype
 
-_decoders: dict[tuple[int, int], Any] = {}
-_decoders_lock = threading.Lock()
-
 # Measured on an H100 (bench/gpu_path.py): hardware decoder share of the GPU-decoded
 # samples; the rest go to nvJPEG's CUDA decoder.
 DEFAULT_HW_LOAD = 0.9
+# Further BatchDecoder settings for the mixed decoders (bench/gpu_path.py tunes them).
+DECODER_OPTIONS: dict[str, Any] = {}
 
 
-def _decoder(device_id: int, hw_load: float | None) -> Any:
-    from chute.gpu.jpeg import BatchDecoder
+class _DecoderPool:
+    """Idle BatchDecoders by (device, hardware load): one per batch being decoded at once."""
 
-    load = DEFAULT_HW_LOAD if hw_load is None else float(hw_load)
-    key = (device_id, round(load * 100))
-    with _decoders_lock:
-        if key not in _decoders:
-            _decoders[key] = BatchDecoder(device_id, hw_decoder_load=load)
-        return _decoders[key]
+    def __init__(self) -> None:
+        self._idle: dict[tuple, list[Any]] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def use(self, device_id: int, hw_load: float | None) -> Iterator[Any]:
+        from chute.gpu.jpeg import BatchDecoder
+
+        load = DEFAULT_HW_LOAD if hw_load is None else float(hw_load)
+        key = (device_id, round(load * 100), tuple(sorted(DECODER_OPTIONS.items())))
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            decoder = idle.pop() if idle else None
+        if decoder is None:
+            decoder = BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS)
+        try:
+            yield decoder
+        finally:
+            with self._lock:
+                idle.append(decoder)
+
+
+_decoders = _DecoderPool()
 
 
 def _gpu_list(samples: list, layout: str, ctx: Any) -> Any:
     from chute.tensors.gpu import TensorListGPU
 
     return TensorListGPU(samples, layout, ctx.stream, ctx.device_id)
+
+
+def _decoded_images_class() -> type:
+    from chute.tensors.gpu import TensorListGPU
+
+    class DecodedImages(TensorListGPU):
+        """Decoded HWC uint8 images as the decoders returned them, CuPy views on demand.
+
+        GPU operators read ``raw_samples()`` and ``shapes``; ``at(i)`` wraps sample i
+        once; anything that needs the whole batch as CuPy (``as_array``, ``as_cpu``,
+        DLPack) wraps every sample first.
+        """
+
+        def __init__(self, images: list, shapes: np.ndarray, stream: Any, device_id: int):
+            super().__init__(images, "HWC", stream, device_id)
+            self.shapes = shapes
+
+        def raw_samples(self) -> list:
+            return self._samples
+
+        def __getitem__(self, i: int) -> Any:
+            return self.at(i)
+
+        def at(self, i: int) -> Any:
+            x = super().at(i)
+            if not isinstance(x, self._cp.ndarray):
+                with self._cp.cuda.Device(self.device_id), self.stream:
+                    x = self._cp.from_dlpack(x)
+                x = x if x.ndim == 3 else x[..., None]
+                self._samples[i] = x
+            return x
+
+        def _wrap_all(self) -> None:
+            for i in range(len(self)):
+                self.at(i)
+
+        @property
+        def dtype(self) -> np.dtype:
+            return np.dtype(np.uint8)
+
+        @property
+        def nbytes(self) -> int:
+            return int(self.shapes.prod(axis=1).sum())
+
+        def shape(self) -> list[tuple[int, ...]]:
+            return [tuple(s) for s in self.shapes.tolist()]
+
+        def as_array(self) -> Any:
+            self._wrap_all()
+            return super().as_array()
+
+        as_tensor = as_array
+
+        def as_cpu(self) -> Any:
+            self._wrap_all()
+            return super().as_cpu()
+
+        def head(self, n: int) -> Any:
+            self._wrap_all()
+            return super().head(n)
+
+        def repeat_last(self, n: int) -> Any:
+            self._wrap_all()
+            return super().repeat_last(n)
+
+        def __dlpack__(self, **kwargs: Any) -> Any:
+            self._wrap_all()
+            return super().__dlpack__(**kwargs)
+
+    return DecodedImages
+
+
+_decoded_images_type: list[type] = []
+
+
+def decoded_images(images: list, shapes: np.ndarray, ctx: Any) -> Any:
+    """A DecodedImages batch (the class is made on first use: it needs CuPy)."""
+    if not _decoded_images_type:
+        _decoded_images_type.append(_decoded_images_class())
+    return _decoded_images_type[0](images, shapes, ctx.stream, ctx.device_id)
+
+
+def raw_samples(batch: Any) -> list:
+    """The samples of a GPU batch as the kernels take them (no CuPy view where none exists)."""
+    raw = getattr(batch, "raw_samples", None)
+    return raw() if raw is not None else batch.samples()
+
+
+def _dense(batch: Any) -> Any:
+    """The batch's contiguous (N, H, W, C) CuPy array when it is stored as one, else None."""
+    dense = getattr(batch, "_dense", None)  # TensorListGPU's contiguous storage
+    return dense if dense is not None and dense.ndim == 4 else None
+
+
+def sample_shapes(batch: Any) -> np.ndarray:
+    """(N, 3) int64 (height, width, channels) of a batch of HWC images."""
+    shapes = getattr(batch, "shapes", None)
+    if isinstance(shapes, np.ndarray):
+        return shapes
+    dense = _dense(batch)
+    if dense is not None:
+        return np.tile(np.asarray(dense.shape[1:], np.int64), (dense.shape[0], 1))
+    out = np.ones((len(batch), 3), np.int64)
+    for i, s in enumerate(batch.shape()):
+        out[i, : min(len(s), 3)] = s[:3]
+    return out
 
 
 def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -> Any:
@@ -49,15 +178,24 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
         raise ValueError("device='mixed' decodes to uint8; cast afterwards for other types")
     if out_type not in ("RGB", "BGR", "GRAY"):
         raise ValueError(f"device='mixed' supports output_type RGB, BGR or GRAY, not {out_type}")
-    decoder = _decoder(ctx.device_id, args["hw_decoder_load"])
-    parsed = decoder.parse(list(encoded))
-    rois = random_crop_windows(parsed.shapes, args, ctx) if random_crop else None
-    result = decoder.decode(parsed, rois=rois, output_type=out_type, stream=ctx.stream)
+    with _decoders.use(ctx.device_id, args["hw_decoder_load"]) as decoder:
+        parsed = decoder.parse(list(encoded))
+        rois = random_crop_windows(parsed.shapes, args, ctx) if random_crop else None
+        # Decode on the lane's own stream (the executor keeps it alive): two lanes
+        # decode at once, and the kernels after this follow in stream order.
+        result = decoder.decode(
+            parsed,
+            rois=rois,
+            output_type=out_type,
+            stream=ctx.stream,
+            as_cupy=False,
+            on_stream=True,
+        )
     for i, err in enumerate(result.errors):
         if err is not None:
             path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
             raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")
-    batch = _gpu_list(result.images, "HWC", ctx)
+    batch = decoded_images(result.images, result.shapes, ctx)
     batch.keepalive = result  # host staging buffers live until the stream has used them
     return batch
 
@@ -65,21 +203,72 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
 def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
     """The windows of decoders.image_random_crop: the CPU backend's, from the same streams.
 
-    Shapes come from the code streams' headers (before EXIF orientation, which
-    training JPEGs rarely carry).
+    Drawn for the whole batch at once (chute.executor.philox: the same words as each
+    sample's generator); the few samples that need more draws than that take the
+    per-sample path. Shapes come from the code streams' headers (before EXIF
+    orientation, which training JPEGs rarely carry).
     """
-    from chute.ops.decoders.crop_window import random_crop_window
+    from chute.executor import philox
 
     area, ratio, attempts = args["random_area"], args["random_aspect_ratio"], args["num_attempts"]
+    shapes = np.asarray(shapes, np.int64).reshape(-1, 2)
+    n = len(shapes)
+    meta = [ctx.meta[i] if i < len(ctx.meta) else None for i in range(n)]
+    found: list = [None] * n
+    if _vectorized_windows_ok() and n:
+        key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
+        # valid shapes only: a 0 x 0 header makes the per-sample path raise as before
+        valid = (shapes[:, 0] > 0) & (shapes[:, 1] > 0)
+        words = philox.stream_words(key, ctr, 2)
+        drawn = philox.random_crop_windows(shapes, words, tuple(area), tuple(ratio), attempts)
+        found = [w if v else None for w, v in zip(drawn, valid.tolist())]
     return [
-        tuple(
-            float(v)
-            for v in random_crop_window(
-                int(h), int(w), area=area, aspect_ratio=ratio, num_attempts=attempts, rng=ctx.rng(i)
-            )
-        )
-        for i, (h, w) in enumerate(shapes)
+        tuple(float(v) for v in (w if w is not None else _window(h, w_, args, ctx.rng(i))))
+        for i, (w, (h, w_)) in enumerate(zip(found, shapes.tolist()))
     ]
+
+
+def _window(h: int, w: int, args: Any, rng: Any) -> tuple:
+    from chute.ops.decoders.crop_window import random_crop_window
+
+    return random_crop_window(
+        h,
+        w,
+        area=args["random_area"],
+        aspect_ratio=args["random_aspect_ratio"],
+        num_attempts=args["num_attempts"],
+        rng=rng,
+    )
+
+
+_windows_check: list[bool] = []
+
+
+def _vectorized_windows_ok() -> bool:
+    """Whether the batch draw agrees with the per-sample one on this machine (checked once).
+
+    The arithmetic is IEEE and ``math.exp`` is the scalar one, so it agrees wherever
+    tested; a platform whose floating point differs falls back instead of drifting.
+    """
+    if not _windows_check:
+        from chute.executor import philox
+        from chute.executor.context import sample_generator
+        from chute.ops.decoders.crop_window import random_crop_window
+
+        rng = np.random.default_rng(1)
+        shapes = np.stack([rng.integers(64, 1024, 64), rng.integers(64, 1024, 64)], 1)
+        meta = [{"sample_key": (i, 3)} for i in range(64)]
+        key, ctr = philox.sample_counters(7, 5, 0, 0, meta)
+        words = philox.stream_words(key, ctr, 2)
+        drawn = philox.random_crop_windows(shapes, words, (0.08, 1.0), (0.75, 4 / 3), 10)
+        ok = True
+        for i, w in enumerate(drawn):
+            ref = random_crop_window(
+                int(shapes[i, 0]), int(shapes[i, 1]), rng=sample_generator(7, 5, 0, 0, i, meta[i])
+            )
+            ok &= w is None or tuple(w) == tuple(ref)
+        _windows_check.append(ok)
+    return _windows_check[0]
 
 
 def image_random_crop_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -102,30 +291,95 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     from chute.ops.geometry.resize_ops import _size_kwargs
 
     (batch,) = inputs
-    samples = batch.samples()
-    sizes = []
-    windows = []
-    constant = not args.columns
-    cache: dict[tuple[int, int], tuple[int, int]] = {}
+    dense = _dense(batch)
+    samples = dense if dense is not None else raw_samples(batch)
+    shapes = sample_shapes(batch)
+    n = len(shapes)
     first = args.sample(0)
-    for i, x in enumerate(samples):
-        a = first if constant else args.sample(i)
-        h, w = x.shape[:2]
-        if not constant or (h, w) not in cache:
-            cache[(h, w)] = resize_output_size(h, w, **_size_kwargs(a))
-        sizes.append(cache[(h, w)])
-        windows.append(_roi_window(a, h, w))
-    uniform = len({tuple(s) for s in sizes}) == 1
+    if not args.columns:
+        # constant arguments: one size per distinct input size, no per-sample arguments
+        sizes = output_sizes(shapes[:, :2], _size_kwargs(first))
+        window = _roi_window(first, 1, 1)
+        windows = None
+        if window is not None:
+            windows = [_roi_window(first, int(h), int(w)) for h, w in shapes[:, :2].tolist()]
+    else:
+        sizes, windows = np.zeros((n, 2), np.int64), []
+        for i, (h, w) in enumerate(shapes[:, :2].tolist()):
+            a = args.sample(i)
+            sizes[i] = resize_output_size(h, w, **_size_kwargs(a))
+            windows.append(_roi_window(a, h, w))
+        if all(w is None for w in windows):
+            windows = None
+    uniform = n > 0 and bool(np.all(sizes == sizes[0]))
     out = kernels.resize_batch(
         samples,
-        sizes[0] if uniform else np.asarray(sizes),
+        tuple(int(v) for v in sizes[0]) if uniform else sizes,
         interp=_interp(first),
         antialias=bool(first["antialias"]) if first.given("antialias") else True,
-        windows=None if all(w is None for w in windows) else _fill_windows(windows, samples),
+        windows=None if windows is None else _fill_windows(windows, shapes),
         dtype=to_dtype(first["dtype"] or batch.dtype),
         stream=ctx.stream,
     )
     return _wrap(out, batch.layout() or "HWC", ctx)
+
+
+def output_sizes(hw: np.ndarray, kwargs: dict) -> np.ndarray:
+    """resize_output_size(h, w, **kwargs) for every (h, w) row, for constant arguments.
+
+    Without a ROI, sizes given on both axes ("default"/"stretch" mode) do not depend on
+    the input, and resize_shorter / resize_longer scale each image by one factor: both
+    are computed for the batch at once with the operations (and float32 roundings)
+    of resize_kernels.resize_plan. Anything else goes per distinct input size.
+    """
+    from chute.ops.geometry.resize_kernels import resize_output_size
+
+    n = len(hw)
+    if n == 0:
+        return np.zeros((0, 2), np.int64)
+    mode = kwargs.get("mode") or "default"
+    requested = kwargs.get("size")
+    if requested is None and ("resize_x" in kwargs or "resize_y" in kwargs):
+        requested = (kwargs.get("resize_y") or 0.0, kwargs.get("resize_x") or 0.0)
+    req = np.asarray(requested, np.float64).reshape(-1) if requested is not None else None
+    if (
+        req is not None
+        and req.size == 2
+        and mode in ("default", "stretch")
+        and np.all(req != 0)
+        and np.all(hw > 0)
+        and kwargs.get("roi_start") is None
+    ):
+        size = resize_output_size(int(hw[0, 0]), int(hw[0, 1]), **kwargs)
+        return np.tile(np.asarray(size, np.int64), (n, 1))
+    shorter, longer = kwargs.get("resize_shorter"), kwargs.get("resize_longer")
+    if (
+        (shorter is None) != (longer is None)
+        and requested is None
+        and (shorter or longer)
+        and kwargs.get("mode") is None
+        and kwargs.get("max_size") is None
+        and kwargs.get("roi_start") is None
+        and np.all(hw > 0)
+    ):
+        return _scaled_sizes(hw, float(shorter or longer), shorter is not None)
+    unique, inverse = np.unique(hw, axis=0, return_inverse=True)
+    sizes = [resize_output_size(int(h), int(w), **kwargs) for h, w in unique.tolist()]
+    return np.asarray(sizes, np.int64).reshape(-1, 2)[inverse.reshape(-1)]
+
+
+def _scaled_sizes(hw: np.ndarray, side: float, shorter: bool) -> np.ndarray:
+    """resize_plan's "not_smaller" / "not_larger" sizes for one requested side, vectorized."""
+    in_size = hw.astype(np.float64)
+    scale = side / in_size
+    # DALI compares the scales in float32 and keeps sizes in float32
+    scale32 = np.abs(scale).astype(np.float32).astype(np.float64)
+    final = scale32.max(axis=1) if shorter else scale32.min(axis=1)
+    out = np.where(
+        np.abs(scale) != final[:, None], in_size * np.copysign(final[:, None], scale), side
+    )
+    exact = out.astype(np.float32).astype(np.float64)
+    return np.maximum(1, np.floor(np.abs(exact) + 0.5)).astype(np.int64)
 
 
 def _roi_window(a: Any, h: int, w: int) -> tuple | None:
@@ -138,9 +392,9 @@ def _roi_window(a: Any, h: int, w: int) -> tuple | None:
     return (start[0], start[1], end[0] - start[0], end[1] - start[1])
 
 
-def _fill_windows(windows: list, samples: list) -> np.ndarray:
+def _fill_windows(windows: list, shapes: np.ndarray) -> np.ndarray:
     return np.array(
-        [w if w is not None else (0, 0, *x.shape[:2]) for w, x in zip(windows, samples)],
+        [w if w is not None else (0, 0, *s[:2]) for w, s in zip(windows, shapes.tolist())],
         np.float32,
     )
 
@@ -157,14 +411,15 @@ def random_resized_crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     from chute.ops.decoders.crop_window import random_crop_window
 
     (batch,) = inputs
-    samples = batch.samples()
+    dense = _dense(batch)
+    samples = dense if dense is not None else raw_samples(batch)
     windows = []
-    for i, x in enumerate(samples):
+    for i, (h, w) in enumerate(sample_shapes(batch)[:, :2].tolist()):
         a = args.sample(i)
         windows.append(
             random_crop_window(
-                x.shape[0],
-                x.shape[1],
+                h,
+                w,
                 area=a["random_area"],
                 aspect_ratio=a["random_aspect_ratio"],
                 num_attempts=a["num_attempts"],
@@ -195,16 +450,18 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
     from chute.gpu import kernels
 
     (batch,) = inputs
-    samples = batch.samples()
-    n = len(samples)
-    channels = samples[0].shape[2] if n else 3
+    dense = _dense(batch)
+    samples = dense if dense is not None else raw_samples(batch)
+    shapes = sample_shapes(batch)
+    n = len(shapes)
+    channels = int(shapes[0, 2]) if n else 3
     per_sample = any(
         args.is_per_sample(k) for k in ("crop", "crop_h", "crop_w", "mean", "std", "scale", "shift")
     )
     rows = range(n) if per_sample else range(min(n, 1))
     crops, mean, std = [], [], []
     for i in rows:
-        h, w = samples[i].shape[:2]
+        h, w = (int(v) for v in shapes[i, :2])
         crop = _value(args, "crop", i)
         ch = crop[0] if crop else (_value(args, "crop_h", i) or h)
         cw = crop[1] if crop else (_value(args, "crop_w", i) or w)
@@ -221,12 +478,13 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
     if not crops:
         crops = [(0, 0)]
     if args["out_of_bounds_policy"] == "error":
-        for i, x in enumerate(samples):
-            if crops[0][0] > x.shape[0] or crops[0][1] > x.shape[1]:
-                raise ValueError(
-                    f"sample {i}: crop window {crops[0]} leaves the {x.shape[0]}x{x.shape[1]} "
-                    "image; set out_of_bounds_policy='pad'"
-                )
+        outside = (shapes[:, 0] < crops[0][0]) | (shapes[:, 1] < crops[0][1])
+        if outside.any():
+            i = int(np.argmax(outside))
+            raise ValueError(
+                f"sample {i}: crop window {crops[0]} leaves the {shapes[i, 0]}x{shapes[i, 1]} "
+                "image; set out_of_bounds_policy='pad'"
+            )
     pos = np.stack(
         [
             np.asarray(args.column("crop_pos_y"), np.float64),

@@ -1,0 +1,162 @@
+"""The first draws of many samples' random streams at once, bit-exact with NumPy's Philox.
+
+Every sample's stream is ``Generator(Philox(key, counter))`` (see context.py), and a
+batch of 256 samples that each build a generator for one or two draws spends most of
+its host time in that construction. Here the Philox4x64-10 rounds run over the whole
+batch in NumPy, producing the same 64-bit words NumPy's generator would; the helpers
+turn them into the same doubles, bounded integers and decisions as ``Generator``'s
+methods. Callers fall back to the per-sample generator wherever a sample needs more
+words than were drawn (``None`` in the results), so results never change.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["coin_flips", "random_crop_windows", "sample_counters", "stream_words"]
+
+_M0 = np.uint64(0xD2E7470EE14C6C93)
+_M1 = np.uint64(0xCA5A826395121157)
+_W0 = np.uint64(0x9E3779B97F4A7C15)
+_W1 = np.uint64(0xBB67AE8584CAA73B)
+_LO32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_MASK64 = (1 << 64) - 1
+_DOUBLE = 1.0 / 9007199254740992.0  # 2**-53
+
+
+def _mulhilo(a: np.uint64, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """High and low 64 bits of a * b (a constant) in uint64 arithmetic."""
+    a_lo, a_hi = a & _LO32, a >> _S32
+    b_lo, b_hi = b & _LO32, b >> _S32
+    t = a_lo * b_lo
+    u = a_hi * b_lo + (t >> _S32)
+    v = a_lo * b_hi + (u & _LO32)
+    hi = a_hi * b_hi + (u >> _S32) + (v >> _S32)
+    return hi, a * b
+
+
+def _philox(ctr: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Philox4x64 with 10 rounds over rows of ``ctr`` (N, 4) and ``key`` (N, 2)."""
+    c0, c1, c2, c3 = (ctr[:, i].copy() for i in range(4))
+    k0, k1 = key[:, 0].copy(), key[:, 1].copy()
+    with np.errstate(over="ignore"):
+        for r in range(10):
+            if r:
+                k0 += _W0
+                k1 += _W1
+            hi0, lo0 = _mulhilo(_M0, c0)
+            hi1, lo1 = _mulhilo(_M1, c2)
+            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return np.stack([c0, c1, c2, c3], axis=1)
+
+
+def sample_counters(
+    seed: int, node_id: int, epoch: int, iteration: int, metas: list[Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, counter) of each sample's generator, as context.sample_generator keys them."""
+    n = len(metas)
+    key = np.empty((n, 2), np.uint64)
+    key[:, 0] = seed & _MASK64
+    key[:, 1] = node_id & _MASK64
+    ctr = np.zeros((n, 4), np.uint64)
+    for i, meta in enumerate(metas):
+        sample_key = meta.get("sample_key") if meta else None
+        if sample_key is not None:
+            index, sample_epoch = sample_key
+            ctr[i] = (index & _MASK64, 0, ((1 << 63) | sample_epoch) & _MASK64, 0)
+        else:
+            ctr[i] = (i, iteration & _MASK64, epoch & _MASK64, 0)
+    return key, ctr
+
+
+def stream_words(key: np.ndarray, ctr: np.ndarray, blocks: int) -> np.ndarray:
+    """The first ``4 * blocks`` 64-bit words of each sample's Philox stream, (N, 4 * blocks).
+
+    NumPy's Philox increments the counter (with carry) before each block of four.
+    """
+    n = len(ctr)
+    counters = np.repeat(ctr, blocks, axis=0)
+    keys = np.repeat(key, blocks, axis=0)
+    step = np.tile(np.arange(1, blocks + 1, dtype=np.uint64), n)
+    with np.errstate(over="ignore"):
+        low = counters[:, 0] + step
+        carry = low < step
+        counters[:, 0] = low
+        for col in (1, 2, 3):  # a carry out of the low word moves up (never in practice)
+            counters[:, col] += carry.astype(np.uint64)
+            carry = carry & (counters[:, col] == 0)
+    return _philox(counters, keys).reshape(n, 4 * blocks)
+
+
+def _doubles(words: np.ndarray) -> np.ndarray:
+    """Generator.random() of each word: the top 53 bits over 2**53."""
+    return (words >> np.uint64(11)).astype(np.float64) * _DOUBLE
+
+
+def coin_flips(words: np.ndarray, probability: float) -> np.ndarray:
+    """``rng.random() < probability`` for each sample, from its first word."""
+    return _doubles(words[:, 0]) < probability
+
+
+def _bounded(word32: np.ndarray, rng: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lemire's bounded draw in [0, rng] of Generator.integers; also where it might reject."""
+    excl = rng + np.uint64(1)
+    m = word32 * excl
+    leftover = m & _LO32
+    return m >> _S32, leftover < excl  # NumPy redraws only below a threshold < excl
+
+
+def random_crop_windows(
+    shapes: np.ndarray,
+    words: np.ndarray,
+    area: tuple[float, float],
+    aspect_ratio: tuple[float, float],
+    num_attempts: int,
+) -> list[tuple[int, int, int, int] | None]:
+    """crop_window.random_crop_window for every sample, from its stream's first words.
+
+    Returns ``(y0, x0, crop_h, crop_w)`` per sample, or None where the words drawn do
+    not settle it (no attempt among the first ones fit, or the bounded draw might be
+    redrawn): the caller draws those with the sample's generator.
+    """
+    n, k = words.shape
+    attempts = min(num_attempts, (k - 1) // 2)
+    heights = shapes[:, 0].astype(np.int64)
+    widths = shapes[:, 1].astype(np.int64)
+    result: list[tuple[int, int, int, int] | None] = [None] * n
+    if attempts < 1 or n == 0:
+        return result
+    log_lo, log_hi = math.log(aspect_ratio[0]), math.log(aspect_ratio[1])
+    d = _doubles(words[:, : 2 * attempts])
+    target = (heights * widths).astype(np.float64)[:, None] * (
+        area[0] + (area[1] - area[0]) * d[:, 0::2]
+    )
+    logs = log_lo + (log_hi - log_lo) * d[:, 1::2]
+    # math.exp, not np.exp: NumPy's vectorized exp may differ in the last bit
+    aspect = np.array([math.exp(v) for v in logs.ravel().tolist()]).reshape(logs.shape)
+    crop_w = np.rint(np.sqrt(target * aspect)).astype(np.int64)
+    crop_h = np.rint(np.sqrt(target / aspect)).astype(np.int64)
+    fits = (crop_w > 0) & (crop_w <= widths[:, None]) & (crop_h > 0) & (crop_h <= heights[:, None])
+    found = fits.any(axis=1)
+    first = np.argmax(fits, axis=1)
+    rows = np.arange(n)
+    ch, cw = crop_h[rows, first], crop_w[rows, first]
+    # the word after the chosen attempt feeds integers(): low half for y, high half for x;
+    # a range of one value draws nothing, so x then takes the low half
+    word = words[rows, np.minimum(2 * first + 2, k - 1)]
+    rng_y = (heights - ch).astype(np.uint64)
+    rng_x = (widths - cw).astype(np.uint64)
+    low, high = word & _LO32, word >> _S32
+    y0, risky_y = _bounded(low, rng_y)
+    x_word = np.where(rng_y == 0, low, high)
+    x0, risky_x = _bounded(x_word, rng_x)
+    y0 = np.where(rng_y == 0, 0, y0)
+    x0 = np.where(rng_x == 0, 0, x0)
+    ok = found & (2 * first + 2 < k) & ~((rng_y != 0) & risky_y) & ~((rng_x != 0) & risky_x)
+    for i in np.flatnonzero(ok).tolist():
+        result[i] = (int(y0[i]), int(x0[i]), int(ch[i]), int(cw[i]))
+    return result

@@ -1,0 +1,170 @@
+"""Whole-batch random draws (executor/philox.py) equal the per-sample generators, bit for bit.
+
+Also the batch forms of the GPU path's host arithmetic (crop windows, ROI clipping,
+resize sizes), which run without a GPU.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from chute import fn, pipeline_def
+from chute.executor import executor as executor_module
+from chute.executor import philox
+from chute.executor.context import BatchContext, sample_generator
+from chute.ops.decoders.crop_window import random_crop_window
+
+
+def _metas(rng, n, keyed):
+    if not keyed:
+        return [{} for _ in range(n)]
+    return [
+        {"sample_key": (int(rng.integers(0, 10**9)), int(rng.integers(0, 9)))} for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_stream_words_are_numpys_philox_words(keyed):
+    rng = np.random.default_rng(0)
+    metas = _metas(rng, 16, keyed)
+    seed, node = int(rng.integers(0, 2**63)), 12
+    key, ctr = philox.sample_counters(seed, node, 4, 9, metas)
+    words = philox.stream_words(key, ctr, 3)
+    for i in range(16):
+        g = sample_generator(seed, node, 4, 9, i, metas[i])
+        assert words[i].tolist() == [int(g.bit_generator.random_raw()) for _ in range(12)]
+
+
+@pytest.mark.parametrize("attempts", [1, 3, 10, 100])
+def test_batch_crop_windows_equal_random_crop_window(attempts):
+    rng = np.random.default_rng(attempts)
+    n = 512
+    shapes = np.stack([rng.integers(1, 900, n), rng.integers(1, 900, n)], 1)
+    shapes[:20] = rng.integers(1, 4, (20, 2))  # tiny images: ranges of one value, fallbacks
+    metas = _metas(rng, n, True)
+    key, ctr = philox.sample_counters(3, 7, 0, 0, metas)
+    words = philox.stream_words(key, ctr, 2)
+    area, ratio = (0.08, 1.0), (3 / 4, 4 / 3)
+    got = philox.random_crop_windows(shapes, words, area, ratio, attempts)
+    settled = 0
+    for i in range(n):
+        ref = random_crop_window(
+            int(shapes[i, 0]),
+            int(shapes[i, 1]),
+            area=area,
+            aspect_ratio=ratio,
+            num_attempts=attempts,
+            rng=sample_generator(3, 7, 0, 0, i, metas[i]),
+        )
+        if got[i] is not None:
+            settled += 1
+            assert got[i] == tuple(ref), i
+    assert settled > n // 3  # most samples need no generator of their own
+
+
+def test_gpu_backend_windows_equal_the_cpu_backends():
+    from chute.ops.gpu_backends import random_crop_windows
+
+    rng = np.random.default_rng(5)
+    n = 300
+    shapes = np.stack([rng.integers(2, 700, n), rng.integers(2, 700, n)], 1)
+    metas = _metas(rng, n - 10, True)  # the last 10 samples have no meta: keyed by position
+    node = SimpleNamespace(id=4)
+    ctx = BatchContext(node, 11, 2, 6, None, metas, None)
+    args = {"random_area": (0.1, 0.9), "random_aspect_ratio": (0.5, 2.0), "num_attempts": 10}
+    got = random_crop_windows(shapes, args, ctx)
+    for i in range(n):
+        ref = random_crop_window(
+            int(shapes[i, 0]), int(shapes[i, 1]), (0.1, 0.9), (0.5, 2.0), 10, ctx.rng(i)
+        )
+        assert got[i] == tuple(float(v) for v in ref)
+
+
+def _coin_pipe(files):
+    @pipeline_def(batch_size=5, num_threads=2, seed=21)
+    def pipe():
+        data, _ = fn.readers.file(files=files, random_shuffle=True, name="Reader")
+        return (
+            data,
+            fn.random.coin_flip(probability=0.3),
+            fn.random.coin_flip(dtype=np.uint8),
+            fn.random.uniform(range=(0, 1)),
+        )
+
+    return pipe()
+
+
+def test_batched_coin_flips_equal_per_sample_coin_flips(tmp_path, monkeypatch):
+    files = []
+    for i in range(12):
+        (tmp_path / f"{i}.bin").write_bytes(bytes([i]))
+        files.append(str(tmp_path / f"{i}.bin"))
+
+    def run():
+        p = _coin_pipe(files)
+        out = [[t.as_array().copy() for t in p.run()[1:]] for _ in range(4)]
+        p.close()
+        return out
+
+    fast = run()
+    monkeypatch.setattr(executor_module, "supports_batched", lambda node: False)
+    slow = run()
+    for a, b in zip(fast, slow):
+        for x, y in zip(a, b):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+    flips = np.concatenate([b[0] for b in fast])
+    assert 0 < flips.sum() < len(flips)
+
+
+def test_clip_all_equals_clip_roi():
+    from chute.gpu.jpeg import BatchDecoder, _clip_roi
+
+    rng = np.random.default_rng(2)
+    n = 400
+    shapes = np.stack([rng.integers(0, 60, n), rng.integers(0, 60, n)], 1)
+    rois = [tuple(rng.uniform(-20, 70, 4).round(1)) for _ in range(n)]
+    windows = np.zeros((n, 4), np.float32)
+    errors: list = [None] * n
+    regions = BatchDecoder._clip_all(shapes, rois, windows, errors)
+    for i in range(n):
+        h, w = (int(v) for v in shapes[i])
+        try:
+            ref = _clip_roi(rois[i], h, w) if h and w else None
+            assert errors[i] is None
+        except ValueError as e:
+            assert errors[i] == str(e)
+            ref = None
+        assert regions[i] == ref
+        if ref is not None:
+            assert tuple(windows[i]) == tuple(
+                np.float32(v) for v in (rois[i][0] - ref[0], rois[i][1] - ref[1], *rois[i][2:])
+            )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"resize_shorter": 256},
+        {"resize_longer": 300.5},
+        {"resize_shorter": -224},
+        {"resize_x": 224, "resize_y": 224},
+        {"size": (160, 90)},
+        {"resize_x": 300},
+        {"resize_shorter": 256, "max_size": 320},
+        {"resize_x": 224, "resize_y": 200, "mode": "not_smaller"},
+    ],
+)
+def test_output_sizes_equal_resize_output_size(kwargs):
+    from chute.ops.geometry.resize_kernels import resize_output_size
+    from chute.ops.gpu_backends import output_sizes
+
+    rng = np.random.default_rng(0)
+    hw = np.stack([rng.integers(1, 2500, 3000), rng.integers(1, 2500, 3000)], 1)
+    hw[:40] = rng.integers(1, 6, (40, 2))
+    kw = {"mode": None, "max_size": None, "subpixel_scale": True, **kwargs}
+    ref = np.array([resize_output_size(int(h), int(w), **kw) for h, w in hw.tolist()])
+    np.testing.assert_array_equal(output_sizes(hw, kw), ref)
