@@ -77,6 +77,8 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
         for i, s in enumerate(out_specs):
             specs[(node.id, i)] = s
 
+    _fuse(nodes, [*outputs, *extra])
+
     sources = [n for n in nodes if n.op.kind == "source"]
     rest = [n for n in nodes if n.op.kind != "source"]
 
@@ -100,6 +102,18 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
         else:
             steps.append(Step("gpu" if node.device in ("gpu", "mixed") else "batch", [node]))
     return Plan(sources, steps, list(outputs), specs, nodes)
+
+
+def _fuse(nodes: list[OpNode], outputs: list[DataNode]) -> None:
+    """Show each node whose outputs the pipeline does not return the nodes that read them."""
+    consumers: dict[int, list[OpNode]] = {n.id: [] for n in nodes}
+    for node in nodes:
+        for d in _dependencies(node):
+            consumers[d.producer.id].append(node)
+    returned = {o.producer.id for o in outputs}
+    for node in nodes:
+        if node.id not in returned:
+            node.op.fuse(node, consumers[node.id])
 
 
 def _is_cpu_sample(node: OpNode) -> bool:

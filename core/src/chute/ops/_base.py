@@ -132,6 +132,14 @@ class Operator:
         """Per-node state prepared at build time, handed back as ``ctx.state``."""
         return None
 
+    def fuse(self, node: OpNode, consumers: list[OpNode]) -> None:
+        """Build-time look at the nodes reading this node's outputs (never pipeline outputs).
+
+        An operator may record on ``node`` how to do less work for them: the CPU image
+        decoders decode at a reduced DCT scale when their only consumer is a resize to a
+        fixed size (chute.ops.decoders.image_decoders).
+        """
+
     # ---- run time ------------------------------------------------------------------------
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> Any:
         raise NotImplementedError(f"{self.schema.display_name} has no per-sample CPU backend")

@@ -24,7 +24,7 @@ from chute.ops.decoders.crop_window import (
     random_crop_window,
     slice_window,
 )
-from chute.ops.decoders.image_codec import OUTPUT_TYPES, decode, peek_shape
+from chute.ops.decoders.image_codec import OUTPUT_TYPES, decode, decode_scaled, peek_shape
 from chute.types import to_dtype
 
 _DECODE_ARGS = (
@@ -49,6 +49,17 @@ _DECODE_ARGS = (
         "bool",
         True,
         "Turn the image upright by its EXIF orientation.",
+        per_sample=False,
+    ),
+    Arg(
+        "dct_scaling",
+        "bool",
+        False,
+        "CPU, JPEG: when the only reader of the output is fn.resize to a fixed size "
+        "(resize_x and resize_y, or size), decode at 1/2, 1/4 or 1/8 scale wherever the "
+        "region stays at least that large, and let the resize do the rest. Several times "
+        "faster on large photos; pixels differ slightly from a full-scale decode and "
+        "resize. No effect in debug mode, which runs operators one at a time.",
         per_sample=False,
     ),
 )
@@ -81,6 +92,27 @@ _DALI_TUNING_ARGS = tuple(
 _ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 
 
+class ScaledRegion(np.ndarray):
+    """A decoded region at reduced DCT scale, handed by a decoder to the resize fused with it.
+
+    ``roi_window`` = (y0, x0, y1, x1), float pixels of this array, is exactly the
+    requested region; the array itself is that region grown to whole pixels.
+    """
+
+    roi_window: tuple[float, float, float, float] | None = None
+
+    @classmethod
+    def of(cls, image: np.ndarray, window: tuple[float, ...]) -> ScaledRegion:
+        """View `image` as a ScaledRegion whose exact region is `window`."""
+        region = image.view(cls)
+        region.roi_window = tuple(float(v) for v in window)
+        return region
+
+    def __array_finalize__(self, obj: Any) -> None:
+        # slices and copies are not the region any more: they lose the window
+        self.roi_window = None
+
+
 class _DecoderBase(Operator):
     """Shared checks and output description of the image decoders."""
 
@@ -96,14 +128,32 @@ class _DecoderBase(Operator):
         dtype = to_dtype(node.arg("dtype") or np.uint8)
         return [Spec(dtype, 3, "HWC")]
 
-    def _decode(self, encoded: np.ndarray, args: ArgView, roi: tuple | None) -> np.ndarray:
-        return decode(
-            encoded,
-            output_type=args["output_type"],
-            dtype=args["dtype"],
-            adjust_orientation=args["adjust_orientation"],
-            roi=roi,
-        )
+    def fuse(self, node: OpNode, consumers: list[OpNode]) -> None:
+        # With dct_scaling, when the only reader is a resize to a fixed size, decode
+        # at the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that large: the
+        # inverse DCT does most of the downscaling, the resize the exact rest.
+        from chute.ops.geometry.resize_ops import fixed_output_size
+
+        node.downscale_to = None
+        if node.arg("dct_scaling") and node.device == "cpu" and len(consumers) == 1:
+            node.downscale_to = fixed_output_size(consumers[0], node)
+
+    def _decode(
+        self, encoded: np.ndarray, args: ArgView, roi: tuple | None, ctx: Any
+    ) -> np.ndarray:
+        options = {
+            "output_type": args["output_type"],
+            "dtype": args["dtype"],
+            "adjust_orientation": args["adjust_orientation"],
+            "roi": roi,
+        }
+        min_size = getattr(ctx.node, "downscale_to", None)
+        if min_size is None:
+            return decode(encoded, **options)
+        scaled = decode_scaled(encoded, min_size, **options)
+        if scaled.scale == 1:
+            return scaled.image
+        return ScaledRegion.of(scaled.image, scaled.window)
 
     def _shape(self, encoded: np.ndarray, args: ArgView) -> tuple[int, int]:
         height, width, _ = peek_shape(encoded, args["adjust_orientation"])
@@ -131,7 +181,7 @@ class Image(_DecoderBase):
     )
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self._decode(inputs[0], args, None)
+        return self._decode(inputs[0], args, None, ctx)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
@@ -182,7 +232,9 @@ class ImageCrop(_DecoderBase):
             args["crop_pos_x"],
             args["crop_pos_y"],
         )
-        return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+        return self._decode(
+            encoded, args, _roi(window, height, width, self.schema.display_name), ctx
+        )
 
 
 class ImageSlice(_DecoderBase):
@@ -269,7 +321,9 @@ class ImageSlice(_DecoderBase):
             out_of_bounds_policy=args["out_of_bounds_policy"],
             **starts,
         )
-        return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+        return self._decode(
+            encoded, args, _roi(window, height, width, self.schema.display_name), ctx
+        )
 
 
 class ImageRandomCrop(_DecoderBase):
@@ -334,7 +388,9 @@ class ImageRandomCrop(_DecoderBase):
             num_attempts=args["num_attempts"],
             rng=ctx.rng,
         )
-        return self._decode(encoded, args, _roi(window, height, width, self.schema.display_name))
+        return self._decode(
+            encoded, args, _roi(window, height, width, self.schema.display_name), ctx
+        )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends

@@ -154,6 +154,18 @@ class Resize(_ResizeBase):
             raise ValueError("fn.resize: roi_start and roi_end must be given together")
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
+        window = getattr(inputs[0], "roi_window", None)
+        if window is not None:
+            # A decoder fused with this resize handed a DCT-scaled region: resize exactly
+            # the part of it that is the requested crop (see fixed_output_size).
+            y0, x0, y1, x1 = window
+            return resize_kernels.resize(
+                np.asarray(inputs[0]),
+                **_size_kwargs(args),
+                roi_start=(y0, x0),
+                roi_end=(y1, x1),
+                **_filter_kwargs(args),
+            )
         return resize_kernels.resize(
             inputs[0],
             **_size_kwargs(args),
@@ -245,3 +257,29 @@ class RandomResizedCrop(_ResizeBase):
         from chute.ops import gpu_backends
 
         return gpu_backends.random_resized_crop_gpu(self, inputs, args, ctx)
+
+
+def fixed_output_size(node: OpNode, source: OpNode) -> tuple[int, int] | None:
+    """(h, w) when ``node`` is a CPU fn.resize of ``source``'s only output to a size that
+    does not depend on the input's (both extents given, no region, no per-sample
+    argument); else None. A decoder feeding such a resize may decode a DCT-scaled
+    region of at least that size and tag it with ``roi_window`` instead.
+    """
+    if node.schema.name != "resize" or node.device != "cpu" or node.arg_inputs:
+        return None
+    if [d.producer.id for d in node.inputs] != [source.id]:
+        return None
+    args = node.args
+    if any(args.get(k) is not None for k in ("roi_start", "roi_end", "max_size", "dtype")):
+        return None
+    if args.get("mode") not in (None, "default", "stretch") or args.get("antialias") is False:
+        return None
+    size = args.get("size")
+    if size is not None:
+        extents = [float(v) for v in np.ravel(size)]
+        height, width = extents if len(extents) == 2 else extents * 2
+    else:
+        height, width = args.get("resize_y"), args.get("resize_x")
+    if height is None or width is None or height <= 0 or width <= 0:
+        return None  # one extent follows the input's aspect ratio, or a flip
+    return round(height), round(width)
