@@ -9,7 +9,8 @@ directory, then measures on the same files, in one process:
   cpu_all_fps / gpu_all_fps       every frame of the video, one sample
   cpu_reader_fps / gpu_reader_fps fn.readers.video over copies of the file, 16-frame
                         sequences, device "cpu" vs "gpu"
-  nvdec                 how many videos NVDEC decoded and the CPU fallbacks (by reason)
+  nvdec                 how many videos NVDEC decoded, the CPU fallbacks (by reason) and
+                        decoder events (sessions, reuses, reads after a seek, ...)
 
 GPU numbers include copying the frames to fresh pipeline memory and, for the
 reader, waiting for them; each timing is the best of --repeats runs after a
@@ -156,6 +157,13 @@ def reader_fps(files: list[str], batch: int, threads: int, device: str, repeats:
     return count * batch * CLIP / seconds
 
 
+def pixel_frame(cp, frame) -> int:
+    """The number a probe frame shows: where its bright block is."""
+    arr = cp.asnumpy(nvdec._as_cupy(cp, frame))
+    line = arr[arr.shape[0] // 2, :, 0].astype(int)
+    return int(np.argmax(line)) // 8 if line.max() > 128 else -1
+
+
 def probe(tmp: str) -> dict:
     """What PyNvVideoCodec reports for a 40-frame H.264 (B-frames) video whose frames show their number."""
     cp, nvc = nvdec.require_nvdec("probe", 0)
@@ -188,17 +196,15 @@ def probe(tmp: str) -> dict:
         got = dec.get_batch_frames_by_index(picks)
         rows = []
         for i, frame in zip(picks, got):
-            arr = cp.asnumpy(nvdec._as_cupy(cp, frame))
-            line = arr[arr.shape[0] // 2, :, 0].astype(int)
             rows.append(
-                {
-                    "index": i,
-                    "pts": nvdec._frame_pts(frame),
-                    "shape": list(arr.shape),
-                    "pixel_frame": int(np.argmax(line)) // 8 if line.max() > 128 else -1,
-                }
+                {"index": i, "pts": nvdec._frame_pts(frame), "pixel_frame": pixel_frame(cp, frame)}
             )
         report["frames"] = rows
+        dec.seek_to_index(13)
+        report["after_seek_13"] = [
+            {"pts": nvdec._frame_pts(f), "pixel_frame": pixel_frame(cp, f)}
+            for f in dec.get_batch_frames(4)
+        ]
         report["repr"] = repr(got[0])[:300]
         report["attributes"] = [a for a in dir(got[0]) if not a.startswith("_")]
         try:
@@ -267,7 +273,7 @@ def main() -> None:
                     1,
                 )
                 if key == "gpu":
-                    row["nvdec"] = nvdec.NVDEC_STATS.snapshot()
+                    row["nvdec"] = nvdec.NVDEC_STATS.snapshot(events=True)
             row["clips_speedup"] = round(row["gpu_clips_fps"] / row["cpu_clips_fps"], 2)
             print(json.dumps(row), flush=True)
             results.append(row)

@@ -68,9 +68,15 @@ class FakeFrame:
 
 
 class FakeSimpleDecoder:
-    """Decodes with chute's CPU path; ``pts_shift`` fakes a decoder that numbers frames otherwise."""
+    """Decodes with chute's CPU path and stamps frames as PyNvVideoCodec 2.2 does.
+
+    Frame i (presentation order) carries the i-th decode timestamp; ``pts_shift``
+    fakes a decoder that numbers frames otherwise, ``keyframe_seeks`` one whose
+    seek_to_index lands on the keyframe before the frame asked for.
+    """
 
     pts_shift = 0
+    keyframe_seeks = False
     created = 0
 
     def __init__(self, source, gpu_id=0, cuda_stream=0, use_device_memory=True, **kwargs):
@@ -82,13 +88,26 @@ class FakeSimpleDecoder:
     def reconfigure_decoder(self, source):
         self.source = source if isinstance(source, str) else np.frombuffer(source, np.uint8)
         self.index = INDEX_CACHE.get(self.source)
+        self.position = 0
 
     def __len__(self):
         return self.index.num_frames
 
+    def _frames(self, numbers):
+        got = cpu_frames.decode_frames(self.source, numbers, self.index, "RGB")
+        stamps = self.index.decode_stamps
+        return [FakeFrame(got[i], int(stamps[i]) + self.pts_shift) for i in numbers]
+
     def get_batch_frames_by_index(self, indices):
-        got = cpu_frames.decode_frames(self.source, indices, self.index, "RGB")
-        return [FakeFrame(got[i], int(self.index.pts[i]) + self.pts_shift) for i in indices]
+        return self._frames(indices)
+
+    def seek_to_index(self, index):
+        self.position = self.index.keyframe_before(index) if self.keyframe_seeks else index
+
+    def get_batch_frames(self, count):
+        numbers = list(range(self.position, min(self.position + count, len(self))))
+        self.position += len(numbers)
+        return self._frames(numbers)
 
 
 @pytest.fixture
@@ -98,6 +117,7 @@ def fake_gpu(monkeypatch):
     )
     monkeypatch.setattr(nvdec, "require_nvdec", lambda what, device_id: (FakeCupy(), fake_nvc))
     monkeypatch.setattr(FakeSimpleDecoder, "pts_shift", 0)
+    monkeypatch.setattr(FakeSimpleDecoder, "keyframe_seeks", False)
     nvdec.NVDEC_STATS.reset()
     yield
     nvdec.NVDEC_STATS.reset()
@@ -148,13 +168,37 @@ def test_bgr_and_gray_come_from_the_rgb_frames(fake_gpu, videos):
     assert frame_ids(np.repeat(gray, 3, axis=3)) == [4, 9]
 
 
+def test_runs_of_frames_are_read_after_one_seek_each(fake_gpu, videos):
+    decoder = nvdec.NvdecDecoder(0)
+    got, _ = decoder.read_sequence(videos["h264.mp4"], [1, 3, 4, 12, 13, 19])
+    assert frame_ids(got) == [1, 3, 4, 12, 13, 19]
+    # keyframes every 5 frames: 1-4, then 12-13 (past keyframe 10), then 19 (past 15)
+    frames = [1, 3, 4, 12, 13, 19]
+    assert nvdec._spans(frames, INDEX_CACHE.get(videos["h264.mp4"])) == [(1, 4), (12, 13), (19, 19)]
+    stats = nvdec.NVDEC_STATS.snapshot(events=True)
+    assert stats["events"]["span"] == 3 and "by_index" not in stats["events"]
+    assert decoder._spans is True
+
+
+def test_seeks_that_land_elsewhere_switch_to_batch_access_by_index(fake_gpu, videos):
+    FakeSimpleDecoder.keyframe_seeks = True
+    decoder = nvdec.NvdecDecoder(0)
+    for picks in ([7, 8, 9], [12, 16]):
+        got, _ = decoder.read_sequence(videos["h264.mp4"], picks)
+        assert frame_ids(got) == picks
+    stats = nvdec.NVDEC_STATS.snapshot(events=True)
+    assert stats["fallbacks"] == {} and stats["gpu"] == 2
+    assert stats["events"]["by_index"] == 2 and "span" not in stats["events"]
+    assert decoder._spans is False
+
+
 def test_a_decoder_that_numbers_frames_otherwise_falls_back_to_the_cpu(fake_gpu, videos):
     FakeSimpleDecoder.pts_shift = 512  # one frame later in this time base
     decoder = nvdec.NvdecDecoder(0)
     got, _ = decoder.read_sequence(videos["h264.mp4"], [2, 5, 11])
     assert frame_ids(got) == [2, 5, 11]
     (reason,) = nvdec.NVDEC_STATS.snapshot()["fallbacks"]
-    assert "pts" in reason and nvdec.NVDEC_STATS.gpu == 0
+    assert "timestamp" in reason and nvdec.NVDEC_STATS.gpu == 0
 
 
 def test_codecs_nvdec_does_not_take_go_to_the_cpu(fake_gpu, videos):
@@ -169,13 +213,15 @@ def test_one_decoder_per_thread_is_reconfigured_for_each_file(fake_gpu, videos, 
     write_video(other, "libx264", "yuv420p", frames=12)
     decoder = nvdec.NvdecDecoder(0)
     before = FakeSimpleDecoder.created
-    for path in (videos["h264.mp4"], other, videos["h264.mp4"]):
+    for path in (videos["h264.mp4"], other, other, videos["h264.mp4"]):
         got, _ = decoder.read_sequence(path, [10, 11])
         assert frame_ids(got) == [10, 11]
     assert FakeSimpleDecoder.created == before + 1
+    events = nvdec.NVDEC_STATS.snapshot(events=True)["events"]
+    assert events["reconfigured"] == 2 and events["reused"] == 1
 
 
-def test_decoders_that_cannot_switch_to_in_memory_videos_are_made_anew(fake_gpu, videos):
+def test_decoders_that_cannot_switch_to_in_memory_videos_are_made_anew(fake_gpu, tmp_path):
     class PathOnly(FakeSimpleDecoder):
         def reconfigure_decoder(self, source):
             if not isinstance(source, str) and hasattr(self, "source"):
@@ -186,13 +232,17 @@ def test_decoders_that_cannot_switch_to_in_memory_videos_are_made_anew(fake_gpu,
     decoder.nvc = types.SimpleNamespace(
         SimpleDecoder=PathOnly, OutputColorType=decoder.nvc.OutputColorType
     )
-    data = np.fromfile(videos["h264.mp4"], np.uint8)
+    data = []
+    for frames in (20, 12, 15):
+        write_video(str(tmp_path / f"{frames}.mp4"), "libx264", "yuv420p", frames=frames)
+        data.append(np.fromfile(str(tmp_path / f"{frames}.mp4"), np.uint8))
     before = PathOnly.created
-    for start in (3, 9, 14):
-        got, _ = decoder.read_sequence(data, [start, start + 1])
-        assert frame_ids(got) == [start, start + 1]
+    for video in (*data, data[2]):
+        got, _ = decoder.read_sequence(video, [3, 9, 10])
+        assert frame_ids(got) == [3, 9, 10]
     assert PathOnly.created == before + 3 and decoder._bytes_reconfigure is False
-    assert nvdec.NVDEC_STATS.snapshot() == {"gpu": 3, "fallbacks": {}}
+    stats = nvdec.NVDEC_STATS.snapshot(events=True)
+    assert stats["gpu"] == 4 and stats["fallbacks"] == {} and stats["events"]["reused"] == 1
 
 
 class FakeTensorListGPU:

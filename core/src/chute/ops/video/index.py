@@ -37,7 +37,12 @@ def av_module() -> Any:
 
 @dataclass(frozen=True)
 class PacketIndex:
-    """Frame i's pts (in ``time_base`` units) and whether its packet is a keyframe."""
+    """Frame i's pts (in ``time_base`` units) and whether its packet is a keyframe.
+
+    ``decode_stamps`` holds the packets' dts in increasing order (None when a
+    packet has none): hardware decoders that pass packet timestamps through
+    in decode order report ``decode_stamps[i]`` for frame i.
+    """
 
     pts: np.ndarray
     keyframe: np.ndarray
@@ -45,6 +50,7 @@ class PacketIndex:
     codec: str
     width: int
     height: int
+    decode_stamps: np.ndarray | None = None
 
     @property
     def num_frames(self) -> int:
@@ -106,7 +112,7 @@ def build_index(source: VideoSource, where: str = "video") -> PacketIndex:
         raise ValueError(f"{where}: cannot open video: {exc}") from None
     with container:
         stream = video_stream(container, where)
-        stamps, keys = [], []
+        stamps, keys, decode = [], [], []
         try:
             for packet in container.demux(stream):
                 if packet.size == 0:  # the demuxer's end-of-stream marker
@@ -116,6 +122,7 @@ def build_index(source: VideoSource, where: str = "video") -> PacketIndex:
                     raise ValueError(f"{where}: packets carry no timestamps; cannot index")
                 stamps.append(stamp)
                 keys.append(packet.is_keyframe)
+                decode.append(packet.dts)
         except av.error.FFmpegError as exc:
             raise ValueError(f"{where}: cannot read video packets: {exc}") from None
         if not stamps:
@@ -128,6 +135,9 @@ def build_index(source: VideoSource, where: str = "video") -> PacketIndex:
             codec=stream.codec_context.name,
             width=stream.codec_context.width,
             height=stream.codec_context.height,
+            decode_stamps=None
+            if any(d is None for d in decode)
+            else np.sort(np.asarray(decode, np.int64)),
         )
 
 

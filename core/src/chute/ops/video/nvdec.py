@@ -49,19 +49,31 @@ VIDEO_GPU_HINT = (
 NVDEC_CODECS = frozenset({"h264", "hevc", "av1", "vp9", "vp8"})
 # GRAY from RGB with the BT.601 luma weights
 _LUMA = (0.299, 0.587, 0.114)
+# frames asked of the decoder at once: bounds the decoder's output surfaces held
+_CHUNK = 32
 
 
 class DecodeStats:
-    """Thread-safe counts of videos decoded on the GPU and of CPU fallbacks by reason."""
+    """Thread-safe counts: videos decoded on the GPU, CPU fallbacks by reason, decoder events.
+
+    Events: "session" (a new PyNvVideoCodec decoder), "reused" (the thread's
+    decoder was already on that video), "reconfigured", "span" (frames read
+    sequentially after one seek), "by_index" (PyNvVideoCodec's own batch access).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.gpu = 0
         self.fallbacks: Counter[str] = Counter()
+        self.events: Counter[str] = Counter()
 
     def add_gpu(self) -> None:
         with self._lock:
             self.gpu += 1
+
+    def add_event(self, name: str) -> None:
+        with self._lock:
+            self.events[name] += 1
 
     def add_fallback(self, reason: str) -> bool:
         """Count a fallback; True the first time this reason is seen."""
@@ -70,14 +82,18 @@ class DecodeStats:
             self.fallbacks[reason] += 1
             return first
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, events: bool = False) -> dict[str, Any]:
         with self._lock:
-            return {"gpu": self.gpu, "fallbacks": dict(self.fallbacks)}
+            out: dict[str, Any] = {"gpu": self.gpu, "fallbacks": dict(self.fallbacks)}
+            if events:
+                out["events"] = dict(self.events)
+            return out
 
     def reset(self) -> None:
         with self._lock:
             self.gpu = 0
             self.fallbacks.clear()
+            self.events.clear()
 
 
 NVDEC_STATS = DecodeStats()
@@ -125,6 +141,25 @@ def _frame_pts(frame: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _check_stamp(frame: Any, number: int, index: PacketIndex) -> None:
+    """Raise unless the decoded frame's timestamp says it is frame ``number``.
+
+    PyNvVideoCodec 2.2 reports the i-th decode timestamp for the i-th frame in
+    presentation order (what NVDEC's parser does with packet timestamps); a
+    decoder that reports pts is accepted too.
+    """
+    stamp = _frame_pts(frame)
+    if stamp is None:
+        return
+    pts = int(index.pts[number])
+    dts = None if index.decode_stamps is None else int(index.decode_stamps[number])
+    if stamp != pts and stamp != dts:
+        raise _Mismatch(
+            f"frame {number}: the decoder's timestamp {stamp} is neither its pts {pts} "
+            f"nor its decode-order stamp {dts}"
+        )
+
+
 def _as_cupy(cp: ModuleType, frame: Any) -> Any:
     """A decoded frame as a CuPy view (DLPack, else the CUDA array interface)."""
     try:
@@ -150,6 +185,7 @@ class NvdecDecoder:
             self.stream = stream if stream is not None else self.cp.cuda.Stream(non_blocking=True)
         self._local = threading.local()
         self._bytes_reconfigure: bool | None = None  # may decoders switch to in-memory videos?
+        self._spans: bool | None = None  # do seek_to_index + get_batch_frames line up?
 
     # ---- decoders ----------------------------------------------------------------------------
     def _thread_stream(self) -> Any:
@@ -158,43 +194,38 @@ class NvdecDecoder:
             stream = self._local.stream = self.cp.cuda.Stream(non_blocking=True)
         return stream
 
-    def _new_decoder(self, source: str | bytes, scanned: bool) -> Any:
-        nvc = self.nvc
-        return nvc.SimpleDecoder(
-            source,
-            gpu_id=self.device_id,
-            cuda_stream=self._thread_stream().ptr,
-            use_device_memory=True,
-            need_scanned_stream_metadata=scanned,
-            output_color_type=nvc.OutputColorType.RGB,
-        )
-
     def _decoder(self, source: VideoSource, index: PacketIndex) -> Any:
-        """A decoder positioned on ``source`` whose frame count agrees with the index.
+        """A decoder on ``source`` whose frame count agrees with the index.
 
-        The thread's decoder is reconfigured for the next video (far cheaper than
-        a new decoder session); for in-memory videos only while PyNvVideoCodec
-        accepts that, which the first attempt tells.
+        The thread keeps its decoder: on the same video it is used as it is, for
+        another it is reconfigured (far cheaper than a new decoder session); for
+        in-memory videos only while PyNvVideoCodec accepts that, which the first
+        attempt tells.
         """
         local = self._local
+        key = INDEX_CACHE.key(source)
+        decoder = getattr(local, "decoder", None)
+        if decoder is not None and getattr(local, "key", None) == key:
+            NVDEC_STATS.add_event("reused")
+            return decoder
         in_memory = not isinstance(source, str)
         src: str | bytes = source
         if in_memory:
             src = source.tobytes() if isinstance(source, np.ndarray) else bytes(source)
-        decoder = getattr(local, "decoder", None)
+        local.decoder = local.key = None
         if decoder is not None and not (in_memory and self._bytes_reconfigure is False):
             try:
                 decoder.reconfigure_decoder(src)
                 len(decoder)  # a source it did not take may only show here
                 if in_memory:
                     self._bytes_reconfigure = True
+                NVDEC_STATS.add_event("reconfigured")
             except Exception:
                 if in_memory and self._bytes_reconfigure is None:
                     self._bytes_reconfigure = False
                 decoder = None
         else:
             decoder = None
-        local.decoder = None
         if decoder is None:
             try:
                 decoder = self._new_decoder(src, scanned=False)
@@ -205,35 +236,84 @@ class NvdecDecoder:
             decoder = self._new_decoder(src, scanned=True)
         if len(decoder) != index.num_frames:
             raise _Mismatch(f"decoder counts {len(decoder)} frames, index {index.num_frames}")
-        local.decoder = decoder
+        local.decoder, local.key = decoder, key
         return decoder
 
+    def _new_decoder(self, source: str | bytes, scanned: bool) -> Any:
+        nvc = self.nvc
+        NVDEC_STATS.add_event("session")
+        return nvc.SimpleDecoder(
+            source,
+            gpu_id=self.device_id,
+            cuda_stream=self._thread_stream().ptr,
+            use_device_memory=True,
+            need_scanned_stream_metadata=scanned,
+            output_color_type=nvc.OutputColorType.RGB,
+        )
+
+    def _put(self, out: Any, row: int, frame: Any, number: int, index: PacketIndex) -> None:
+        """Check ``frame`` is frame ``number`` and copy its pixels into ``out[row]``."""
+        _check_stamp(frame, number, index)
+        view = _as_cupy(self.cp, frame)
+        if view.ndim == 3 and view.shape[0] == 3 and view.shape[2] != 3:
+            view = view.transpose(1, 2, 0)  # planar output: make it interleaved
+        if view.dtype != np.uint8 or view.ndim != 3 or view.shape[2] != 3:
+            raise _Mismatch(f"unexpected frame {view.dtype} {tuple(view.shape)}")
+        if view.shape[0] < index.height or view.shape[1] < index.width:
+            raise _Mismatch(f"frame {tuple(view.shape)} smaller than {index.width}x{index.height}")
+        out[row] = view[: index.height, : index.width]
+
+    def _read_spans(self, decoder: Any, frames: list[int], index: PacketIndex, out: Any) -> None:
+        """One seek per run of frames, then sequential decoding (the CPU path's plan)."""
+        stream = self._thread_stream()
+        row = {f: k for k, f in enumerate(frames)}
+        for first, last in _spans(frames, index):
+            decoder.seek_to_index(first)
+            number = first
+            while number <= last:
+                chunk = decoder.get_batch_frames(min(_CHUNK, last - number + 1))
+                if not chunk:
+                    raise _Mismatch(f"the decoder stopped before frame {number}")
+                for frame in chunk:
+                    if number in row:
+                        self._put(out, row[number], frame, number, index)
+                    else:
+                        _check_stamp(frame, number, index)
+                    number += 1
+                stream.synchronize()  # before the decoder reuses those surfaces
+            NVDEC_STATS.add_event("span")
+
+    def _read_by_index(self, decoder: Any, frames: list[int], index: PacketIndex, out: Any) -> None:
+        stream = self._thread_stream()
+        for start in range(0, len(frames), _CHUNK):
+            chunk = frames[start : start + _CHUNK]
+            raw = decoder.get_batch_frames_by_index(chunk)
+            if len(raw) != len(chunk):
+                raise _Mismatch(f"asked for {len(chunk)} frames, got {len(raw)}")
+            for k, (number, frame) in enumerate(zip(chunk, raw)):
+                self._put(out, start + k, frame, number, index)
+            stream.synchronize()
+        NVDEC_STATS.add_event("by_index")
+
     def _decode_gpu(self, source: VideoSource, frames: list[int], index: PacketIndex) -> Any:
-        """Frames (sorted, distinct) as one (len(frames), H, W, 3) RGB CuPy array, or raise."""
-        cp = self.cp
+        """Frames (sorted, distinct) as one (len(frames), H, W, 3) RGB CuPy array, or raise.
+
+        Sequential reading after a seek is tried first; a decoder whose seeks or
+        timestamps do not line up with the index is asked frame by frame instead.
+        """
         decoder = self._decoder(source, index)
-        raw = decoder.get_batch_frames_by_index(frames)
-        if len(raw) != len(frames):
-            raise _Mismatch(f"asked for {len(frames)} frames, got {len(raw)}")
-        views = []
-        for number, frame in zip(frames, raw):
-            pts = _frame_pts(frame)
-            if pts is not None and pts != int(index.pts[number]):
-                raise _Mismatch(
-                    f"frame {number}: decoder gave pts {pts}, the index says {int(index.pts[number])}"
-                )
-            view = _as_cupy(cp, frame)
-            if view.ndim == 3 and view.shape[0] == 3 and view.shape[2] != 3:
-                view = view.transpose(1, 2, 0)  # planar output: make it interleaved
-            if view.dtype != np.uint8 or view.ndim != 3 or view.shape[2] != 3:
-                raise _Mismatch(f"unexpected frame {view.dtype} {tuple(view.shape)}")
-            if view.shape[0] < index.height or view.shape[1] < index.width:
-                raise _Mismatch(
-                    f"frame {tuple(view.shape)} smaller than {index.width}x{index.height}"
-                )
-            views.append(view[: index.height, : index.width])
-        # one copy into memory of our own before the decoder may reuse its surfaces
-        return cp.stack(views)
+        out = self.cp.empty((len(frames), index.height, index.width, 3), self.cp.uint8)
+        if self._spans is not False:
+            try:
+                self._read_spans(decoder, frames, index, out)
+                self._spans = True
+                return out
+            except Exception as exc:
+                if self._spans is None:  # never worked: do not try again
+                    self._spans = False
+                    logger.info("PyNvVideoCodec: reading after seeks disagrees (%s)", exc)
+        self._read_by_index(decoder, frames, index, out)
+        return out
 
     def _decode(
         self,
@@ -317,6 +397,23 @@ class NvdecDecoder:
             fill = cp.broadcast_to(cp.asarray(np.ascontiguousarray(value)), shape)
         parts = [frames[row[s]] if s >= 0 else fill for s in sources]
         return cp.stack(parts) if parts else cp.empty((0, *shape), cp.uint8)
+
+
+def _spans(frames: list[int], index: PacketIndex) -> list[tuple[int, int]]:
+    """Runs (first, last) of sorted frames to decode after one seek each.
+
+    A run goes on while the next frame is not past a keyframe that lies after
+    the current one: decoding forward is then no dearer than seeking.
+    """
+    spans = []
+    first = last = frames[0]
+    for f in frames[1:]:
+        if index.keyframe_before(f) > last + 1:
+            spans.append((first, last))
+            first = f
+        last = f
+    spans.append((first, last))
+    return spans
 
 
 def _convert_colour(cp: ModuleType, rgb: Any, image_type: str) -> Any:
