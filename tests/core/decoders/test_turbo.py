@@ -144,3 +144,14 @@ def test_the_library_can_be_switched_off(monkeypatch):
     found = turbo._first_loadable()  # falls through to the bundled or system copy
     assert found is None or found.path != "/nonexistent/libturbojpeg.so"
     assert image_codec.turbo is turbo
+
+
+@needs_turbo
+def test_decoded_images_never_share_the_scratch_buffer():
+    first_data, second_data = _jpeg(_photo(64, 80, 11)), _jpeg(_photo(64, 80, 12))
+    for roi in (None, (0, 0, 64, 80), (5, 16, 40, 64)):
+        first = decode(first_data, roi=roi)
+        kept = first.copy()
+        decode(second_data, roi=roi)  # reuses this thread's scratch buffer
+        np.testing.assert_array_equal(first, kept)
+        assert first.flags.c_contiguous and first.flags.writeable

@@ -239,6 +239,8 @@ def _decode(
     image = apply_orientation(image, orientation)
     window = rect_to_oriented(window, crop.shape[0], crop.shape[1], orientation)
     image = _convert_dtype(image, out_dtype)
+    if np.may_share_memory(image, native):
+        image = image.copy()  # native may be the decoder's scratch buffer
     return ScaledDecode(image=image, scale=plan.numerator / 8, window=window)
 
 
@@ -331,7 +333,9 @@ def _decode_jpeg(
         return native, layout, _Plan(plan.source_rect, numerator), (0, 0)
     rect = _scaled_rect(plan.source_rect, plan.numerator)
     try:
-        native, y, x = decoder.decode(np.frombuffer(buf, np.uint8), target, plan.numerator, rect)
+        native, y, x = decoder.decode(
+            np.frombuffer(buf, np.uint8), target, plan.numerator, rect, scratch=True
+        )
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
     return native, layout, plan, (y, x)

@@ -80,6 +80,15 @@ class _Handle:
         # Corrupt or truncated data is an error, not a warning with grey rows.
         lib.tj3Set(self.ptr, _PARAM_STOPONWARNING, 1)
 
+        self._scratch = np.empty(0, np.uint8)
+
+    def scratch(self, shape: tuple[int, int, int]) -> np.ndarray:
+        """A reusable uint8 array of `shape` (its pages stay mapped between decodes)."""
+        size = shape[0] * shape[1] * shape[2]
+        if self._scratch.size < size:
+            self._scratch = np.empty(max(size, 1 << 20), np.uint8)
+        return self._scratch[:size].reshape(shape)
+
     def __del__(self) -> None:
         if self.ptr:
             self.lib.tj3Destroy(self.ptr)
@@ -138,13 +147,16 @@ class TurboJPEG:
         pixel_format: str,
         numerator: int = 8,
         rect: tuple[int, int, int, int] | None = None,
+        scratch: bool = False,
     ) -> tuple[np.ndarray, int, int]:
         """Decode at `numerator`/8 scale, only `rect` (y0, x0, y1, x1, in scaled pixels).
 
         Returns (image, y, x): the HWC image and where its top-left pixel lies in
         the scaled image. The decoded area has a margin around `rect` and starts
         at an MCU column boundary (libjpeg-turbo decodes whole MCU columns), so
-        ``image`` can be a few pixels larger than asked.
+        ``image`` can be a few pixels larger than asked. With `scratch`, ``image``
+        lives in this thread's reusable buffer, valid until its next decode: copy
+        what you keep (the copy into fresh memory then is the only one).
         """
         handle = self._handle()
         lib = self.lib
@@ -175,7 +187,9 @@ class TurboJPEG:
         if lib.tj3SetCroppingRegion(handle.ptr, region) != 0:
             raise ValueError(self._error(handle))
         channels = _CHANNELS[pixel_format]
-        out = np.empty((y1 - y0, x1 - x0, channels), np.uint8)
+        out = handle.scratch((y1 - y0, x1 - x0, channels)) if scratch else None
+        if out is None:
+            out = np.empty((y1 - y0, x1 - x0, channels), np.uint8)
         status = lib.tj3Decompress8(
             handle.ptr, buf.ctypes.data, buf.size, out.ctypes.data, 0, PIXEL_FORMATS[pixel_format]
         )
