@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from chute.benchmark.pipelines import endless_batches
 from chute.benchmark.runner import machine_info, time_system
 from chute.benchmark.systems import files_of, rrc_window
 
@@ -52,8 +53,7 @@ def make_photos(root: str, count: int, height: int, width: int) -> None:
 
 
 def chute_batches(root: str, batch: int, threads: int, dct: bool) -> Iterator[Any]:
-    from chute import Iterator as ChuteIterator
-    from chute import LastBatchPolicy, fn, pipeline_def
+    from chute import fn, pipeline_def
 
     @pipeline_def(batch_size=batch, num_threads=threads, seed=0, device_id=None)
     def pipe():
@@ -61,16 +61,7 @@ def chute_batches(root: str, batch: int, threads: int, dct: bool) -> Iterator[An
         images = fn.decoders.image_random_crop(jpegs, dct_scaling=dct)
         return fn.resize(images, resize_x=224, resize_y=224), labels
 
-    it = ChuteIterator(
-        pipe(),
-        ["data", "label"],
-        reader_name="Reader",
-        last_batch_policy=LastBatchPolicy.DROP,
-        auto_reset=True,
-    )
-    while True:
-        for (out,) in it:
-            yield out["data"]
+    return endless_batches(pipe())
 
 
 def dali_batches(root: str, batch: int, threads: int) -> Iterator[Any]:

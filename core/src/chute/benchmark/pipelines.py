@@ -118,9 +118,13 @@ PRESETS = {
 
 def chute_batches(preset: str, root: str, batch_size: int, threads: int, device: str) -> Any:
     """An endless generator of chute batches (the data output)."""
+    return endless_batches(PRESETS[preset](root, batch_size, threads, device))
+
+
+def endless_batches(pipe: Any) -> Any:
+    """Batches of output "data" of a pipeline with outputs (data, label) read by "Reader"."""
     from chute import Iterator, LastBatchPolicy
 
-    pipe = PRESETS[preset](root, batch_size, threads, device)
     it = Iterator(
         pipe,
         ["data", "label"],
