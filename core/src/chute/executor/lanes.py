@@ -27,9 +27,12 @@ __all__ = [
     "set_current_lane",
 ]
 
-# Measured on an H100 (bench/results/gpu_*): two lanes hide most of the host work
-# behind the decoders, a third keeps the hardware decoder fed.
-DEFAULT_GPU_LANES = 3
+# Measured on an H200 (16 cores, ResNet-50 train, batch 256; bench/results/gpu_lanes_*):
+# 1 lane 8.9-10.5k img/s, 2 lanes 7.7-9.1k, 3 lanes 6.7-9.3k. Once host work per batch
+# is small, one lane already keeps the hardware decoder busy (the reader runs ahead
+# on its own thread) and more lanes only contend for the GIL and the decoder; so one
+# lane is the default until the decoders themselves scale.
+DEFAULT_GPU_LANES = 1
 
 # Batch-level operators whose GPU/mixed backends may run for two batches at once:
 # no state between batches, every launch on the context's stream.

@@ -140,7 +140,9 @@ class BatchDecoder:
     group. With ``hw_roi=False`` the hardware group decodes whole images and the
     windows locate the ROIs in them (on an H100 neither way was reliably faster: the
     runs differed by more than the two did). ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
-    slower). ``options`` is passed to nvImageCodec.
+    slower). ``cuda_backend`` picks the non-hardware GPU group's first backend: "gpu"
+    (nvJPEG's GPU Huffman decoding) or "hybrid" (Huffman on nvImageCodec's CPU threads,
+    IDCT and color conversion on the GPU). ``options`` is passed to nvImageCodec.
     """
 
     def __init__(
@@ -155,12 +157,15 @@ class BatchDecoder:
         cpu_threads: int = 0,
         num_threads: int = 0,
         fancy_upsampling: bool = False,
+        cuda_backend: str = "gpu",
         options: str = "",
     ) -> None:
         self._cupy = require_gpu("BatchDecoder", codec=True, device_id=device_id)
         nv = self._nv = nvimgcodec_module()
         if not 0.0 <= cpu_share <= 1.0 or not 0.0 <= hw_decoder_load <= 1.0:
             raise ValueError("cpu_share and hw_decoder_load must be in [0, 1]")
+        if cuda_backend not in ("gpu", "hybrid"):
+            raise ValueError(f"cuda_backend must be 'gpu' or 'hybrid'; got {cuda_backend!r}")
         if cpu_backend not in ("nvimgcodec", "opencv"):
             raise ValueError(f"cpu_backend must be 'nvimgcodec' or 'opencv'; got {cpu_backend!r}")
         self.device_id = device_id
@@ -179,7 +184,11 @@ class BatchDecoder:
                 device_id=device_id, max_num_cpu_threads=threads, backends=backends, options=opts
             )
 
+        # "hybrid": Huffman decoding on CPU threads, the rest on the GPU (what suits
+        # ImageNet-sized images); "gpu": Huffman decoding on the GPU too
         cuda = [kinds.GPU_ONLY, kinds.HYBRID_CPU_GPU]
+        if cuda_backend == "hybrid":
+            cuda.reverse()
         # group name -> (decoder, lock); a decoder object serves one call at a time
         self._groups: dict[str, tuple[Any, threading.Lock]] = {}
         if self.hw_decoder_load > 0:

@@ -222,10 +222,9 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
         words = philox.stream_words(key, ctr, 2)
         drawn = philox.random_crop_windows(shapes, words, tuple(area), tuple(ratio), attempts)
         found = [w if v else None for w, v in zip(drawn, valid.tolist())]
-    return [
-        tuple(float(v) for v in (w if w is not None else _window(h, w_, args, ctx.rng(i))))
-        for i, (w, (h, w_)) in enumerate(zip(found, shapes.tolist()))
-    ]
+    for i in [i for i, w in enumerate(found) if w is None]:
+        found[i] = _window(int(shapes[i, 0]), int(shapes[i, 1]), args, ctx.rng(i))
+    return [tuple(w) for w in np.asarray(found, np.float64).reshape(n, 4).tolist()]
 
 
 def _window(h: int, w: int, args: Any, rng: Any) -> tuple:
