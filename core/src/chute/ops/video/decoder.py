@@ -106,12 +106,15 @@ class VideoDecoder(Operator):
             require_nvdec(f"{self.schema.display_name}(device='mixed')", None)
 
     def _wanted(self, encoded: np.ndarray, args: ArgView) -> list[int]:
+        return self._index_and_wanted(encoded, args)[1]
+
+    def _index_and_wanted(self, encoded: np.ndarray, args: ArgView) -> tuple[Any, list[int]]:
         if encoded.dtype != np.uint8 or encoded.ndim != 1:
             raise ValueError(
                 f"expected encoded video bytes (1-D uint8), got {encoded.dtype} {encoded.shape}"
             )
         index = INDEX_CACHE.get(encoded, self.schema.display_name)
-        return select_frames(
+        return index, select_frames(
             index.num_frames,
             args["frames"],
             args["start_frame"],
@@ -149,13 +152,15 @@ class VideoDecoder(Operator):
 
         def work(i: int) -> None:
             a = args.sample(i)
+            index, wanted = self._index_and_wanted(encoded[i], a)
             videos[i], _ = decoder.read_sequence(
                 encoded[i],
-                self._wanted(encoded[i], a),
+                wanted,
                 a["pad_mode"],
                 a["fill_value"],
                 a["image_type"],
                 self.schema.display_name,
+                index=index,
             )
 
         failures = ctx.pool.run(work, len(encoded))

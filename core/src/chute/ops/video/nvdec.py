@@ -203,9 +203,9 @@ class NvdecDecoder:
         attempt tells.
         """
         local = self._local
-        key = INDEX_CACHE.key(source)
+        # the cached index stands for the video's content: no second hash of the bytes
         decoder = getattr(local, "decoder", None)
-        if decoder is not None and getattr(local, "key", None) == key:
+        if decoder is not None and getattr(local, "key", None) is index:
             NVDEC_STATS.add_event("reused")
             return decoder
         in_memory = not isinstance(source, str)
@@ -236,7 +236,7 @@ class NvdecDecoder:
             decoder = self._new_decoder(src, scanned=True)
         if len(decoder) != index.num_frames:
             raise _Mismatch(f"decoder counts {len(decoder)} frames, index {index.num_frames}")
-        local.decoder, local.key = decoder, key
+        local.decoder, local.key = decoder, index
         return decoder
 
     def _new_decoder(self, source: str | bytes, scanned: bool) -> Any:
@@ -362,15 +362,16 @@ class NvdecDecoder:
         fill_value: Sequence[int] = (0,),
         image_type: str = "RGB",
         where: str = "video",
+        index: PacketIndex | None = None,
     ) -> tuple[Any, list[int]]:
         """Frames ``wanted`` of ``source`` as one FHWC uint8 CuPy array, padded past the end.
 
         The GPU twin of :func:`chute.ops.video.frames.read_sequence`: the same
         frames, the same padding; returns the array and, per output frame, the
-        video frame it shows (-1 for fill frames).
+        video frame it shows (-1 for fill frames). ``index`` saves a lookup.
         """
         cp = self.cp
-        index = INDEX_CACHE.get(source, where)
+        index = index or INDEX_CACHE.get(source, where)
         sources = pad_sources(wanted, index.num_frames, pad_mode)
         needed = sorted({s for s in sources if s >= 0})
         channels = 1 if image_type == "GRAY" else 3
