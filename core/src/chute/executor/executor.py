@@ -22,6 +22,7 @@ from chute.executor.batched import batched_values, supports_batched
 from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
 from chute.executor.lanes import NoLock, Sequencer, current_lane, lane_count, set_current_lane
 from chute.executor.plan import Plan, Step
+from chute.executor.skips import replace_bad_samples
 from chute.executor.stats import ExecutorStats
 from chute.executor.workers import WorkerPool
 from chute.graph.node import DataNode, OpNode
@@ -237,7 +238,7 @@ class Executor:
             info = batch.meta[i].get("source_info") if i < len(batch.meta) else None
             raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
         if bad:
-            self._replace_bad_samples(batch, values, bad, self._fillers.get(id(step)))
+            replace_bad_samples(self, batch, values, bad, self._fillers.get(id(step)))
         with self._lanes_lock:
             for node in step.nodes:
                 self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
@@ -261,82 +262,6 @@ class Executor:
         else:
             for o, r in zip(outs, result):
                 o[i] = r
-
-    def _replace_bad_samples(
-        self, batch: SourceBatch, values: dict, bad: dict, filler: tuple[dict, dict] | None = None
-    ) -> None:
-        """on_error skip/warn: fill each failed slot with the next good sample, marked not real.
-
-        Real samples are then moved to the front so that ``real`` counts a prefix. When every
-        sample failed, ``filler`` (a good sample of an earlier batch) pads the whole batch, so
-        the user gets a batch with no real samples instead of an error.
-        """
-        n = batch.size
-        good = [i for i in range(n) if i not in bad]
-        for i, (operator, reason) in sorted(bad.items()):
-            meta = batch.meta[i]
-            if meta.get("real", True):
-                entry = {
-                    "path": meta.get("source_info"),
-                    "index": meta.get("index", i),
-                    "operator": operator,
-                    "reason": f"{type(reason).__name__}: {reason}"
-                    if isinstance(reason, BaseException)
-                    else str(reason),
-                    "epoch": meta.get("epoch", batch.epoch),
-                    "iteration": batch.iteration,
-                }
-                batch.errors.append(entry)
-                self.errors_computed += 1
-        lists = [(k, v) for k, v in values.items() if isinstance(v, list) and len(v) == n]
-        if not good and filler is not None and all(k in filler[0] for k, _ in lists):
-            samples, meta = filler
-            for i in range(n):
-                for k, v in lists:
-                    v[i] = samples[k]
-                batch.meta[i] = {
-                    **meta,
-                    "real": False,
-                    "replaces": batch.meta[i].get("source_info"),
-                }
-            self._check_error_ratio(batch)
-            return
-        if not good:
-            operator, reason = bad[min(bad)]
-            raise OperatorError(
-                self._node_by_label(operator),
-                None,
-                batch.iteration,
-                RuntimeError(f"every sample of the batch failed; the first: {reason}"),
-            )
-        lists = [v for _, v in lists]
-        for i in sorted(bad):
-            j = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
-            for v in lists:
-                v[i] = v[j]
-            batch.meta[i] = {
-                **batch.meta[j],
-                "real": False,
-                "replaces": batch.meta[i].get("source_info"),
-            }
-        order = sorted(range(n), key=lambda k: not batch.meta[k].get("real", True))
-        if order != list(range(n)):
-            for v in lists:
-                v[:] = [v[k] for k in order]
-            batch.meta[:] = [batch.meta[k] for k in order]
-        self._check_error_ratio(batch)
-
-    def _check_error_ratio(self, batch: SourceBatch) -> None:
-        seen = max(self.samples_seen, 1)
-        if batch.errors and self.errors_computed / seen > self.max_error_ratio:
-            last = batch.errors[-1]
-            raise RuntimeError(
-                f"{self.errors_computed} of {seen} samples failed, more than max_error_ratio="
-                f"{self.max_error_ratio}; the last: {last['path']} in {last['operator']}: {last['reason']}"
-            )
-
-    def _node_by_label(self, label: str) -> OpNode:
-        return next((n for n in self.plan.nodes if n.label == label), self.plan.nodes[0])
 
     def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch) -> None:
         inputs = [values[(d.producer.id, d.index)] for d in node.inputs]

@@ -1,0 +1,93 @@
+"""on_error skip / warn: replacing the samples that failed, and the error budget.
+
+A failed sample's slot gets the next good sample of its batch, marked not real, and
+real samples move to the front so that a batch's ``real`` count is a prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chute.executor.context import OperatorError
+from chute.graph.node import OpNode
+
+__all__ = ["replace_bad_samples"]
+
+
+def replace_bad_samples(
+    executor: Any, batch: Any, values: dict, bad: dict, filler: tuple[dict, dict] | None = None
+) -> None:
+    """on_error skip/warn: fill each failed slot with the next good sample, marked not real.
+
+    Real samples are then moved to the front so that ``real`` counts a prefix. When every
+    sample failed, ``filler`` (a good sample of an earlier batch) pads the whole batch, so
+    the user gets a batch with no real samples instead of an error.
+    """
+    n = batch.size
+    good = [i for i in range(n) if i not in bad]
+    for i, (operator, reason) in sorted(bad.items()):
+        meta = batch.meta[i]
+        if meta.get("real", True):
+            entry = {
+                "path": meta.get("source_info"),
+                "index": meta.get("index", i),
+                "operator": operator,
+                "reason": f"{type(reason).__name__}: {reason}"
+                if isinstance(reason, BaseException)
+                else str(reason),
+                "epoch": meta.get("epoch", batch.epoch),
+                "iteration": batch.iteration,
+            }
+            batch.errors.append(entry)
+            executor.errors_computed += 1
+    lists = [(k, v) for k, v in values.items() if isinstance(v, list) and len(v) == n]
+    if not good and filler is not None and all(k in filler[0] for k, _ in lists):
+        samples, meta = filler
+        for i in range(n):
+            for k, v in lists:
+                v[i] = samples[k]
+            batch.meta[i] = {
+                **meta,
+                "real": False,
+                "replaces": batch.meta[i].get("source_info"),
+            }
+        _check_error_ratio(executor, batch)
+        return
+    if not good:
+        operator, reason = bad[min(bad)]
+        raise OperatorError(
+            _node_by_label(executor, operator),
+            None,
+            batch.iteration,
+            RuntimeError(f"every sample of the batch failed; the first: {reason}"),
+        )
+    lists = [v for _, v in lists]
+    for i in sorted(bad):
+        j = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
+        for v in lists:
+            v[i] = v[j]
+        batch.meta[i] = {
+            **batch.meta[j],
+            "real": False,
+            "replaces": batch.meta[i].get("source_info"),
+        }
+    order = sorted(range(n), key=lambda k: not batch.meta[k].get("real", True))
+    if order != list(range(n)):
+        for v in lists:
+            v[:] = [v[k] for k in order]
+        batch.meta[:] = [batch.meta[k] for k in order]
+    _check_error_ratio(executor, batch)
+
+
+def _check_error_ratio(executor: Any, batch: Any) -> None:
+    seen = max(executor.samples_seen, 1)
+    if batch.errors and executor.errors_computed / seen > executor.max_error_ratio:
+        last = batch.errors[-1]
+        raise RuntimeError(
+            f"{executor.errors_computed} of {seen} samples failed, more than max_error_ratio="
+            f"{executor.max_error_ratio}; the last: {last['path']} in {last['operator']}: {last['reason']}"
+        )
+
+
+def _node_by_label(executor: Any, label: str) -> OpNode:
+    return next((n for n in executor.plan.nodes if n.label == label), executor.plan.nodes[0])

@@ -1,0 +1,169 @@
+"""Batches on the GPU path: decoded images kept as the decoders made them, pooled decoders.
+
+:class:`DecodedImages` holds a decoded batch as nvImageCodec images (CuPy views are
+made only for a user who asks for a sample), and the helpers here give the kernels a
+batch's samples and shapes without a view per sample: at 256 samples a batch,
+per-sample Python is what bounds the GPU path. ``decoders`` lends each batch being
+decoded a BatchDecoder of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DECODER_OPTIONS",
+    "DEFAULT_HW_LOAD",
+    "decoded_images",
+    "decoders",
+    "dense_array",
+    "raw_samples",
+    "sample_shapes",
+]
+
+# Measured on an H100 (bench/gpu_path.py): hardware decoder share of the GPU-decoded
+# samples; the rest go to nvJPEG's CUDA decoder. On an H200 with one compute lane,
+# 0.6-0.9 gave the same throughput (bench/results/gpu_lanes_2026-11-21.json).
+DEFAULT_HW_LOAD = 0.9
+# Further BatchDecoder settings for the mixed decoders (bench/gpu_path.py tunes them).
+DECODER_OPTIONS: dict[str, Any] = {}
+
+
+class _DecoderPool:
+    """Idle BatchDecoders by (device, hardware load): one per batch being decoded at once."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, list[Any]] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def use(self, device_id: int, hw_load: float | None) -> Iterator[Any]:
+        """Lend an idle decoder for (device, load, DECODER_OPTIONS), making one if none is idle."""
+        from chute.gpu.jpeg import BatchDecoder
+
+        load = DEFAULT_HW_LOAD if hw_load is None else float(hw_load)
+        key = (device_id, round(load * 100), tuple(sorted(DECODER_OPTIONS.items())))
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            decoder = idle.pop() if idle else None
+        if decoder is None:
+            decoder = BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS)
+        try:
+            yield decoder
+        finally:
+            with self._lock:
+                idle.append(decoder)
+
+
+decoders = _DecoderPool()
+
+
+def _decoded_images_class() -> type:
+    from chute.tensors.gpu import TensorListGPU
+
+    class DecodedImages(TensorListGPU):
+        """Decoded HWC uint8 images as the decoders returned them, CuPy views on demand.
+
+        GPU operators read ``raw_samples()`` and ``shapes``; ``at(i)`` wraps sample i
+        once; anything that needs the whole batch as CuPy (``as_array``, ``as_cpu``,
+        DLPack) wraps every sample first.
+        """
+
+        def __init__(self, images: list, shapes: np.ndarray, stream: Any, device_id: int):
+            super().__init__(images, "HWC", stream, device_id)
+            self.shapes = shapes
+
+        def raw_samples(self) -> list:
+            return self._samples
+
+        def __getitem__(self, i: int) -> Any:
+            return self.at(i)
+
+        def at(self, i: int) -> Any:
+            x = super().at(i)
+            if not isinstance(x, self._cp.ndarray):
+                with self._cp.cuda.Device(self.device_id), self.stream:
+                    x = self._cp.from_dlpack(x)
+                x = x if x.ndim == 3 else x[..., None]
+                self._samples[i] = x
+            return x
+
+        def _wrap_all(self) -> None:
+            for i in range(len(self)):
+                self.at(i)
+
+        @property
+        def dtype(self) -> np.dtype:
+            return np.dtype(np.uint8)
+
+        @property
+        def nbytes(self) -> int:
+            return int(self.shapes.prod(axis=1).sum())
+
+        def shape(self) -> list[tuple[int, ...]]:
+            return [tuple(s) for s in self.shapes.tolist()]
+
+        def as_array(self) -> Any:
+            self._wrap_all()
+            return super().as_array()
+
+        as_tensor = as_array
+
+        def as_cpu(self) -> Any:
+            self._wrap_all()
+            return super().as_cpu()
+
+        def head(self, n: int) -> Any:
+            self._wrap_all()
+            return super().head(n)
+
+        def repeat_last(self, n: int) -> Any:
+            self._wrap_all()
+            return super().repeat_last(n)
+
+        def __dlpack__(self, **kwargs: Any) -> Any:
+            self._wrap_all()
+            return super().__dlpack__(**kwargs)
+
+    return DecodedImages
+
+
+_decoded_images_type: list[type] = []
+
+
+def decoded_images(images: list, shapes: np.ndarray, ctx: Any) -> Any:
+    """A DecodedImages batch (the class is made on first use: it needs CuPy)."""
+    if not _decoded_images_type:
+        _decoded_images_type.append(_decoded_images_class())
+    return _decoded_images_type[0](images, shapes, ctx.stream, ctx.device_id)
+
+
+def raw_samples(batch: Any) -> list:
+    """The samples of a GPU batch as the kernels take them (no CuPy view where none exists)."""
+    raw = getattr(batch, "raw_samples", None)
+    return raw() if raw is not None else batch.samples()
+
+
+def dense_array(batch: Any) -> Any:
+    """The batch's contiguous (N, H, W, C) CuPy array when it is stored as one, else None."""
+    dense = getattr(batch, "_dense", None)  # TensorListGPU's contiguous storage
+    return dense if dense is not None and dense.ndim == 4 else None
+
+
+def sample_shapes(batch: Any) -> np.ndarray:
+    """(N, 3) int64 (height, width, channels) of a batch of HWC images."""
+    shapes = getattr(batch, "shapes", None)
+    if isinstance(shapes, np.ndarray):
+        return shapes
+    dense = dense_array(batch)
+    if dense is not None:
+        return np.tile(np.asarray(dense.shape[1:], np.int64), (dense.shape[0], 1))
+    out = np.ones((len(batch), 3), np.int64)
+    for i, s in enumerate(batch.shape()):
+        out[i, : min(len(s), 3)] = s[:3]
+    return out
