@@ -193,12 +193,20 @@ def test_seeks_that_land_elsewhere_switch_to_batch_access_by_index(fake_gpu, vid
 
 
 def test_a_decoder_that_numbers_frames_otherwise_falls_back_to_the_cpu(fake_gpu, videos):
-    FakeSimpleDecoder.pts_shift = 512  # one frame later in this time base
+    FakeSimpleDecoder.pts_shift = 2048  # past the frame's pts: a frame from later on
     decoder = nvdec.NvdecDecoder(0)
     got, _ = decoder.read_sequence(videos["h264.mp4"], [2, 5, 11])
     assert frame_ids(got) == [2, 5, 11]
     (reason,) = nvdec.NVDEC_STATS.snapshot()["fallbacks"]
     assert "timestamp" in reason and nvdec.NVDEC_STATS.gpu == 0
+
+
+def test_stamps_between_decode_order_and_pts_are_accepted(fake_gpu, videos):
+    FakeSimpleDecoder.pts_shift = 512  # what PyNvVideoCodec reported for some HEVC frames
+    decoder = nvdec.NvdecDecoder(0)
+    got, _ = decoder.read_sequence(videos["h264.mp4"], [2, 5, 11])
+    assert frame_ids(got) == [2, 5, 11]
+    assert nvdec.NVDEC_STATS.snapshot() == {"gpu": 1, "fallbacks": {}}
 
 
 def test_codecs_nvdec_does_not_take_go_to_the_cpu(fake_gpu, videos):

@@ -5,8 +5,8 @@ The frame selection and padding are the CPU path's (:func:`select_frames`,
 the same frames. PyNvVideoCodec's ``SimpleDecoder`` decodes the wanted frames
 of one video in one ``get_batch_frames_by_index`` call (it seeks to
 keyframes itself) and converts them to interleaved RGB on the GPU; each
-frame's pts is checked against the packet index, so a decoder that numbers
-frames differently can never hand back a wrong frame. Whatever NVDEC cannot
+frame's timestamp is checked against the packet index (see
+:func:`_check_stamp`), so a decoder that lands elsewhere is caught. Whatever NVDEC cannot
 decode (codecs outside :data:`NVDEC_CODECS`, a GPU without that engine, a
 stream it rejects) falls back to the CPU decoder for that video, and the
 result is uploaded: :data:`NVDEC_STATS` counts both outcomes.
@@ -142,21 +142,24 @@ def _frame_pts(frame: Any) -> int | None:
 
 
 def _check_stamp(frame: Any, number: int, index: PacketIndex) -> None:
-    """Raise unless the decoded frame's timestamp says it is frame ``number``.
+    """Raise unless the decoded frame's timestamp fits frame ``number``.
 
-    PyNvVideoCodec 2.2 reports the i-th decode timestamp for the i-th frame in
-    presentation order (what NVDEC's parser does with packet timestamps); a
-    decoder that reports pts is accepted too.
+    PyNvVideoCodec 2.2 does not report pts: on an H200 it reported the i-th
+    decode timestamp for the i-th frame in presentation order (H.264), and for
+    HEVC sometimes a value between that and the pts. So the stamp must lie
+    between frame ``number``'s decode-order stamp and its pts: a decoder that
+    returned a frame from elsewhere (a seek landing on an earlier keyframe)
+    fails this, a reordering delay's worth of slack passes.
     """
     stamp = _frame_pts(frame)
     if stamp is None:
         return
     pts = int(index.pts[number])
-    dts = None if index.decode_stamps is None else int(index.decode_stamps[number])
-    if stamp != pts and stamp != dts:
+    low = pts if index.decode_stamps is None else min(pts, int(index.decode_stamps[number]))
+    if not low <= stamp <= pts:
         raise _Mismatch(
-            f"frame {number}: the decoder's timestamp {stamp} is neither its pts {pts} "
-            f"nor its decode-order stamp {dts}"
+            f"frame {number}: the decoder's timestamp {stamp} is outside [{low}, {pts}] "
+            "(its decode-order stamp and its pts)"
         )
 
 
