@@ -332,9 +332,13 @@ def _decode_jpeg(
         native, numerator = _decode_simplejpeg(buf, height, width, target, plan.numerator)
         return native, layout, _Plan(plan.source_rect, numerator), (0, 0)
     rect = _scaled_rect(plan.source_rect, plan.numerator)
+    m = plan.numerator
+    whole = rect == (0, 0, -(-height * m // 8), -(-width * m // 8))
     try:
+        # A region is decoded with margins into the scratch buffer and copied out
+        # once; a whole image is decoded straight into its own array.
         native, y, x = decoder.decode(
-            np.frombuffer(buf, np.uint8), target, plan.numerator, rect, scratch=True
+            np.frombuffer(buf, np.uint8), target, m, rect, scratch=not whole
         )
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
