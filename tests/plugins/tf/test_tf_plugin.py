@@ -177,3 +177,21 @@ def test_model_fit_loss_goes_down(tmp_path):
     losses = history.history["loss"]
     assert len(losses) == 5
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_unaligned_host_samples_are_copied_not_aliased():
+    # TensorFlow aborts the process in tf.pad on an unaligned imported buffer.
+    import numpy as np
+
+    from chute.tensors.cpu import TensorListCPU
+    from chute.tf._iterator import to_tf
+
+    storage = np.zeros(2 * 64 + 512, np.uint8)
+    start = (-storage.ctypes.data) % 64 + 16  # 16 bytes past a 64-byte boundary
+    first = storage[start : start + 60].reshape(4, 5, 3)
+    second = storage[start + 128 : start + 128 + 36].reshape(3, 4, 3)
+    first[:] = 7
+    assert first.ctypes.data % 64 == 16
+    padded = to_tf(TensorListCPU([first, second], "HWC"), pad_ragged=True)
+    assert padded.shape == (2, 4, 5, 3)
+    assert int(padded[0, 3, 4, 2]) == 7 and int(padded[1, 3, 4, 0]) == 0

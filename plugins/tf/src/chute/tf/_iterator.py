@@ -47,7 +47,16 @@ def empty_batch(batch: Any, spec: Any) -> np.ndarray:
     return np.empty((0,) * (ndim + 1), dtype=dtype)
 
 
+_TF_ALIGNMENT = 64  # bytes; Eigen's requirement for CPU tensors
+
+
 def _from_dlpack(array: Any) -> tf.Tensor:
+    if not hasattr(array, "__cuda_array_interface__"):
+        host = np.asarray(array)
+        if host.ctypes.data % _TF_ALIGNMENT:
+            # TensorFlow kernels assume aligned buffers (an unaligned import aborts the
+            # process in e.g. tf.pad): copy into TensorFlow's own memory instead
+            return tf.convert_to_tensor(host)
     try:
         return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
     except (BufferError, TypeError):
