@@ -20,7 +20,9 @@ Conventions, chosen once for every format:
   uint8 they keep the high byte (``v >> 8``), which is what Pillow does for
   16-bit colour PNGs. (Pillow clips 16-bit gray to 255 instead; chute does
   not follow it there.) 8-bit sources widen to uint16 by ``v * 257``.
-- ``roi=(y0, x0, y1, x1)`` is in pixels of the oriented image, end-exclusive.
+- ``roi=(y0, x0, y1, x1)`` is in pixels of the oriented image, end-exclusive; or a
+  function of the oriented image's (height, width) returning it, called once the
+  header is read (crop operators need the size, and so parse the header once).
 - Truncated or corrupt data raises :class:`DecodeError` (a ``ValueError``);
   this relies on Pillow's ``ImageFile.LOAD_TRUNCATED_IMAGES`` being False
   (its default) and on simplejpeg's strict mode.
@@ -285,6 +287,8 @@ def _plan(
     min_size: tuple[int, int] | None,
 ) -> _Plan:
     out_h, out_w = oriented_size(height, width, orientation)
+    if callable(roi):
+        roi = roi(out_h, out_w)
     if roi is None:
         roi = (0, 0, out_h, out_w)
     else:

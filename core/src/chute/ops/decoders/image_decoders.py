@@ -129,18 +129,16 @@ class _DecoderBase(Operator):
         return [Spec(dtype, 3, "HWC")]
 
     def fuse(self, node: OpNode, consumers: list[OpNode]) -> None:
-        # With dct_scaling, when the only reader is a resize to a fixed size, decode
-        # at the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that large: the
-        # inverse DCT does most of the downscaling, the resize the exact rest.
+        # With dct_scaling, when the only reader is a resize to a fixed size, decode at
+        # the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that
+        # large: the inverse DCT does most of the downscaling, the resize the rest.
         from chute.ops.geometry.resize_ops import fixed_output_size
 
         node.downscale_to = None
         if node.arg("dct_scaling") and node.device == "cpu" and len(consumers) == 1:
             node.downscale_to = fixed_output_size(consumers[0], node)
 
-    def _decode(
-        self, encoded: np.ndarray, args: ArgView, roi: tuple | None, ctx: Any
-    ) -> np.ndarray:
+    def _decode(self, encoded: np.ndarray, args: ArgView, roi: Any, ctx: Any) -> np.ndarray:
         options = {
             "output_type": args["output_type"],
             "dtype": args["dtype"],
@@ -154,10 +152,6 @@ class _DecoderBase(Operator):
         if scaled.scale == 1:
             return scaled.image
         return ScaledRegion.of(scaled.image, scaled.window)
-
-    def _shape(self, encoded: np.ndarray, args: ArgView) -> tuple[int, int]:
-        height, width, _ = peek_shape(encoded, args["adjust_orientation"])
-        return height, width
 
 
 def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) -> tuple:
@@ -223,18 +217,21 @@ class ImageCrop(_DecoderBase):
         crop_h, crop_w = (crop[0], crop[1]) if crop is not None else (0.0, 0.0)
         crop_h = args["crop_h"] or crop_h
         crop_w = args["crop_w"] or crop_w
-        height, width = self._shape(encoded, args)
-        window = crop_window_from_anchor(
-            height,
-            width,
-            round(crop_h),
-            round(crop_w),
-            args["crop_pos_x"],
-            args["crop_pos_y"],
-        )
-        return self._decode(
-            encoded, args, _roi(window, height, width, self.schema.display_name), ctx
-        )
+
+        # the window needs the image size: the codec calls this once it has read the
+        # header, so the header is parsed once
+        def roi(height: int, width: int) -> tuple:
+            window = crop_window_from_anchor(
+                height,
+                width,
+                round(crop_h),
+                round(crop_w),
+                args["crop_pos_x"],
+                args["crop_pos_y"],
+            )
+            return _roi(window, height, width, self.schema.display_name)
+
+        return self._decode(encoded, args, roi, ctx)
 
 
 class ImageSlice(_DecoderBase):
@@ -296,34 +293,37 @@ class ImageSlice(_DecoderBase):
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         encoded = inputs[0]
-        height, width = self._shape(encoded, args)
-        starts: dict[str, Any] = {
-            "start": args["start"],
-            "rel_start": args["rel_start"],
-            "shape": args["shape"],
-            "rel_shape": args["rel_shape"],
-            "end": args["end"],
-            "rel_end": args["rel_end"],
-        }
-        if len(inputs) > 1:
-            key = "rel_start" if args["normalized_anchor"] else "start"
-            starts["start"] = starts["rel_start"] = None
-            starts[key] = np.asarray(inputs[1]).reshape(-1)
-        if len(inputs) > 2:
-            key = "rel_shape" if args["normalized_shape"] else "shape"
-            for name in ("shape", "rel_shape", "end", "rel_end"):
-                starts[name] = None
-            starts[key] = np.asarray(inputs[2]).reshape(-1)
-        window = slice_window(
-            height,
-            width,
-            axis_names=args["axis_names"],
-            out_of_bounds_policy=args["out_of_bounds_policy"],
-            **starts,
-        )
-        return self._decode(
-            encoded, args, _roi(window, height, width, self.schema.display_name), ctx
-        )
+
+        # the window needs the image size: the codec calls this once it has read the
+        # header, so the header is parsed once
+        def roi(height: int, width: int) -> tuple:
+            starts: dict[str, Any] = {
+                "start": args["start"],
+                "rel_start": args["rel_start"],
+                "shape": args["shape"],
+                "rel_shape": args["rel_shape"],
+                "end": args["end"],
+                "rel_end": args["rel_end"],
+            }
+            if len(inputs) > 1:
+                key = "rel_start" if args["normalized_anchor"] else "start"
+                starts["start"] = starts["rel_start"] = None
+                starts[key] = np.asarray(inputs[1]).reshape(-1)
+            if len(inputs) > 2:
+                key = "rel_shape" if args["normalized_shape"] else "shape"
+                for name in ("shape", "rel_shape", "end", "rel_end"):
+                    starts[name] = None
+                starts[key] = np.asarray(inputs[2]).reshape(-1)
+            window = slice_window(
+                height,
+                width,
+                axis_names=args["axis_names"],
+                out_of_bounds_policy=args["out_of_bounds_policy"],
+                **starts,
+            )
+            return _roi(window, height, width, self.schema.display_name)
+
+        return self._decode(encoded, args, roi, ctx)
 
 
 class ImageRandomCrop(_DecoderBase):
@@ -379,18 +379,21 @@ class ImageRandomCrop(_DecoderBase):
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         encoded = inputs[0]
-        height, width = self._shape(encoded, args)
-        window = random_crop_window(
-            height,
-            width,
-            area=args["random_area"],
-            aspect_ratio=args["random_aspect_ratio"],
-            num_attempts=args["num_attempts"],
-            rng=ctx.rng,
-        )
-        return self._decode(
-            encoded, args, _roi(window, height, width, self.schema.display_name), ctx
-        )
+
+        # the window needs the image size: the codec calls this once it has read the
+        # header, so the header is parsed once
+        def roi(height: int, width: int) -> tuple:
+            window = random_crop_window(
+                height,
+                width,
+                area=args["random_area"],
+                aspect_ratio=args["random_aspect_ratio"],
+                num_attempts=args["num_attempts"],
+                rng=ctx.rng,
+            )
+            return _roi(window, height, width, self.schema.display_name)
+
+        return self._decode(encoded, args, roi, ctx)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
