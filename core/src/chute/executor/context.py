@@ -16,20 +16,29 @@ def random_generator(seed: int, node_id: int, epoch: int, iteration: int, sample
     """Counter-based generator: a pure function of (seed, operator, epoch, iteration, sample)."""
     bits = np.random.Philox(
         key=np.array([seed & _MASK64, node_id & _MASK64], dtype=np.uint64),
-        counter=np.array([sample, iteration, epoch, 0], dtype=np.uint64),
+        counter=np.array([sample, iteration, epoch & _MASK64, 0], dtype=np.uint64),
     )
     return np.random.Generator(bits)
+
+
+def sample_position(
+    epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
+) -> tuple[int, int, int]:
+    """(epoch, iteration, sample) that key a sample's stream: by its reader key when it
+    has one (dataset index, epoch: the same draw wherever the sample lands), else by
+    its position in the batch. The one rule; executor/philox.py draws by it too."""
+    key = meta.get("sample_key") if meta else None
+    if key is not None:
+        index, sample_epoch = key
+        return (1 << 63) | sample_epoch, 0, index
+    return epoch, iteration, idx_in_batch
 
 
 def sample_generator(
     seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
 ) -> np.random.Generator:
-    """The generator of one sample: by its reader key when it has one, else by position."""
-    key = meta.get("sample_key") if meta else None
-    if key is not None:
-        index, sample_epoch = key
-        return random_generator(seed, node_id, (1 << 63) | sample_epoch, 0, index)
-    return random_generator(seed, node_id, epoch, iteration, idx_in_batch)
+    """The generator of one sample (see sample_position)."""
+    return random_generator(seed, node_id, *sample_position(epoch, iteration, idx_in_batch, meta))
 
 
 class SampleContext:

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from chute.executor.context import sample_position
+
 __all__ = ["coin_flips", "random_crop_windows", "sample_counters", "stream_words"]
 
 _M0 = np.uint64(0xD2E7470EE14C6C93)
@@ -64,12 +66,8 @@ def sample_counters(
     key[:, 1] = node_id & _MASK64
     ctr = np.zeros((n, 4), np.uint64)
     for i, meta in enumerate(metas):
-        sample_key = meta.get("sample_key") if meta else None
-        if sample_key is not None:
-            index, sample_epoch = sample_key
-            ctr[i] = (index & _MASK64, 0, ((1 << 63) | sample_epoch) & _MASK64, 0)
-        else:
-            ctr[i] = (i, iteration & _MASK64, epoch & _MASK64, 0)
+        sample_epoch, sample_iteration, sample = sample_position(epoch, iteration, i, meta)
+        ctr[i] = (sample & _MASK64, sample_iteration & _MASK64, sample_epoch & _MASK64, 0)
     return key, ctr
 
 
