@@ -268,3 +268,25 @@ def test_pipeline_reset_loses_no_prefetched_reader_batch(dataset):
     nxt = [int(p.run()[0].at(i)[0]) for i in range(1)]
     assert (first, nxt[0]) == (0, 2)  # the batch after the delivered one, not one read ahead
     p.close()
+
+
+def test_default_shuffle_is_the_same_wherever_the_dataset_lives(tmp_path):
+    def order(root):
+        for c in range(3):
+            (root / f"class{c}").mkdir(parents=True)
+            for i in range(5):
+                (root / f"class{c}" / f"{i}.jpg").write_bytes(bytes([c, i]))
+
+        @pipeline_def(batch_size=15, num_threads=1, device_id=None)
+        def pipe():
+            data, _ = fn.readers.file(file_root=str(root), random_shuffle=True)
+            return data
+
+        p = pipe()
+        p.build()
+        (batch,) = p.run()
+        return [bytes(batch.at(i)) for i in range(len(batch))]
+
+    first = order(tmp_path / "here")
+    assert first == order(tmp_path / "somewhere" / "else")
+    assert first != sorted(first)  # shuffled

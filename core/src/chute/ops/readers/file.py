@@ -243,7 +243,11 @@ class FileSource(ShardedSource):
         self.on_error = on_error
         self.files = files
         self.labels = np.asarray(labels, np.int32)
-        self.init_plan(node, len(files), batch_size, files)
+        # The default shuffle seed hashes the names relative to file_root, so the
+        # order is the same wherever the dataset is mounted (on every rank, every run).
+        root = node.arg("file_root")
+        names = [os.path.relpath(f, root) for f in files] if root else files
+        self.init_plan(node, len(files), batch_size, names)
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(lambda i: self.files[i])
