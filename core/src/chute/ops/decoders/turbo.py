@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import importlib.util
 import math
 import os
@@ -223,16 +224,10 @@ def _candidates() -> list[str]:
     return found
 
 
-_loaded: list[TurboJPEG | None] = []
-_load_lock = threading.Lock()
-
-
+@functools.cache
 def load() -> TurboJPEG | None:
     """The TurboJPEG 3 decoder, or None where no libturbojpeg 3 can be loaded (cached)."""
-    with _load_lock:
-        if not _loaded:
-            _loaded.append(_first_loadable())
-        return _loaded[0]
+    return _first_loadable()
 
 
 def _first_loadable() -> TurboJPEG | None:
