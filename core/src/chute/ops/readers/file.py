@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -251,21 +253,60 @@ class FileSource(ShardedSource):
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(lambda i: self.files[i])
-        data, labels = [], []
-        for slot, m in zip(slots, meta):
-            try:
-                data.append(self.read(self.files[slot.index]))
-            except OSError as exc:
+        data = read_files([self.files[slot.index] for slot in slots])
+        labels = []
+        for k, (slot, m) in enumerate(zip(slots, meta)):
+            if isinstance(data[k], OSError):
                 if self.on_error == "raise":
-                    raise
-                data.append(np.zeros(0, np.uint8))
-                m["error"] = (self.node.label, exc)
+                    raise data[k]
+                m["error"] = (self.node.label, data[k])
+                data[k] = np.zeros(0, np.uint8)
             labels.append(self.labels[slot.index : slot.index + 1].copy())
         return [data, labels], meta
 
     def read(self, path: str) -> np.ndarray:
-        try:
-            with open(path, "rb") as f:
-                return np.frombuffer(f.read(), dtype=np.uint8)
-        except OSError as exc:
-            raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+        return read_file(path)
+
+
+def read_file(path: str) -> np.ndarray:
+    """The bytes of one file as a uint8 array; OSError names the file."""
+    try:
+        with open(path, "rb") as f:
+            return np.frombuffer(f.read(), dtype=np.uint8)
+    except OSError as exc:
+        raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+# Reading a file mostly waits in the kernel (page-cache copy or disk) with the GIL
+# released, so a batch's files are read by a few threads at once: on a 16-core GPU
+# host one thread read 256 ImageNet-sized files in ~15 ms, longer than the GPU needs
+# to decode them.
+_READ_THREADS = min(8, os.cpu_count() or 1)
+_PARALLEL_FROM = 32  # files per batch below which one thread is as fast
+_read_pool: list[ThreadPoolExecutor] = []
+_read_pool_lock = threading.Lock()
+
+
+def read_files(paths: list[str]) -> list[np.ndarray | OSError]:
+    """Read every path (several threads for large batches); an OSError in place of a failure."""
+
+    def read_chunk(chunk: list[str]) -> list[np.ndarray | OSError]:
+        out: list[np.ndarray | OSError] = []
+        for path in chunk:
+            try:
+                out.append(read_file(path))
+            except OSError as exc:
+                out.append(exc)
+        return out
+
+    if len(paths) < _PARALLEL_FROM or _READ_THREADS < 2:
+        return read_chunk(paths)
+    with _read_pool_lock:
+        if not _read_pool:
+            _read_pool.append(
+                ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="chute-file-read")
+            )
+        pool = _read_pool[0]
+    step = -(-len(paths) // _READ_THREADS)
+    chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
+    return [x for part in pool.map(read_chunk, chunks) for x in part]
