@@ -290,3 +290,25 @@ def test_default_shuffle_is_the_same_wherever_the_dataset_lives(tmp_path):
     first = order(tmp_path / "here")
     assert first == order(tmp_path / "somewhere" / "else")
     assert first != sorted(first)  # shuffled
+
+
+@pytest.mark.parametrize("dont_use_mmap", [False, True])
+def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
+    rng = np.random.default_rng(3)
+    sizes = [0, 100, 16 * 1024 - 1, 16 * 1024, 70_001]  # read below 16 KiB, mapped above
+    blobs = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in sizes]
+    paths = []
+    for i, blob in enumerate(blobs):
+        paths.append(str(tmp_path / f"f{i}.bin"))
+        with open(paths[-1], "wb") as f:
+            f.write(blob)
+
+    @pipeline_def(batch_size=len(paths), num_threads=1, device_id=None)
+    def pipe():
+        data, _ = fn.readers.file(files=paths, dont_use_mmap=dont_use_mmap)
+        return data
+
+    p = pipe()
+    p.build()
+    (out,) = p.run()
+    assert [np.asarray(out.at(i)).tobytes() for i in range(len(paths))] == blobs

@@ -206,3 +206,41 @@ def test_images_without_cupy_wrapping_feed_the_kernels(decoder, jpegs):
     a = resize_crop_mirror_normalize(raw.images, raw.windows, (32, 32), dtype=np.float32)
     b = resize_crop_mirror_normalize(wrapped.images, wrapped.windows, (32, 32), dtype=np.float32)
     np.testing.assert_array_equal(cupy.asnumpy(a), cupy.asnumpy(b))
+
+
+def test_recycled_images_decode_the_next_batch_exactly(jpegs):
+    """Images given back after a batch is done are decoded into, with the same pixels."""
+    d = BatchDecoder(0, hw_decoder_load=0.5)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    first = d.decode(jpegs, stream=stream, as_cupy=False)
+    d.recycle([(s, img) for s, img in zip(first.sources, first.images)], stream)
+    assert sum(len(v) for v in d._free.values()) == len(jpegs)
+    # the other order: each recycled image gets a differently sized sample
+    again = d.decode(jpegs[::-1], stream=stream, as_cupy=False)
+    assert sum(len(v) for v in d._free.values()) < len(jpegs)  # taken from the pool
+    fresh = BatchDecoder(0, hw_decoder_load=0.5).decode(jpegs[::-1])
+    stream.synchronize()
+    for got, ref in zip(again.images, fresh.images):
+        np.testing.assert_array_equal(cupy.asnumpy(cupy.from_dlpack(got)), cupy.asnumpy(ref))
+    d.close()
+
+
+def test_dropped_batch_recycles_only_images_without_views(jpegs):
+    import gc
+    from types import SimpleNamespace
+
+    from chute.gpu.batches import decoded_images, recycle_when_dropped
+
+    d = BatchDecoder(0, hw_decoder_load=1.0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    out = d.decode(jpegs, stream=stream, as_cupy=False)
+    ctx = SimpleNamespace(stream=stream, device_id=0)
+    batch = decoded_images(out.images, out.shapes, ctx)
+    recycle_when_dropped(batch, d, out.sources, stream)
+    view = batch.at(1)  # a user's view: that image must not be decoded into again
+    del batch, out
+    gc.collect()
+    free = [img for imgs in d._free.values() for img, _ in imgs]
+    assert len(free) == len(jpegs) - 1
+    assert cupy.asnumpy(view).shape == pillow_rgb(jpegs[1]).shape
+    d.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,11 +19,13 @@ import numpy as np
 
 __all__ = [
     "DECODER_OPTIONS",
+    "MAX_DECODERS",
     "DEFAULT_HW_LOAD",
     "decoded_images",
     "decoders",
     "dense_array",
     "raw_samples",
+    "recycle_when_dropped",
     "sample_shapes",
 ]
 
@@ -32,32 +35,48 @@ __all__ = [
 DEFAULT_HW_LOAD = 0.9
 # Further BatchDecoder settings for the mixed decoders (bench/gpu_path.py tunes them).
 DECODER_OPTIONS: dict[str, Any] = {}
+# Decoders per setting; batches decoded at once beyond this share them (see _DecoderPool).
+MAX_DECODERS = 1
 
 
 class _DecoderPool:
-    """Idle BatchDecoders by (device, hardware load): one per batch being decoded at once."""
+    """BatchDecoders by (device, hardware load, options), lent to the batches being decoded.
+
+    Up to ``MAX_DECODERS`` per setting; past that, batches share them. One shared
+    decoder serves concurrent lanes best: its decode calls take turns (the hardware
+    engines are one resource) while the other lane parses headers and launches
+    kernels, and its recycled images serve every lane.
+    """
 
     def __init__(self) -> None:
         self._idle: dict[tuple, list[Any]] = {}
+        self._made: dict[tuple, list[Any]] = {}
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def use(self, device_id: int, hw_load: float | None) -> Iterator[Any]:
-        """Lend an idle decoder for (device, load, DECODER_OPTIONS), making one if none is idle."""
+        """Lend a decoder for (device, load, DECODER_OPTIONS): an idle one, a new one or a shared one."""
         from chute.gpu.jpeg import BatchDecoder
 
         load = DEFAULT_HW_LOAD if hw_load is None else float(hw_load)
         key = (device_id, round(load * 100), tuple(sorted(DECODER_OPTIONS.items())))
         with self._lock:
             idle = self._idle.setdefault(key, [])
+            made = self._made.setdefault(key, [])
             decoder = idle.pop() if idle else None
-        if decoder is None:
-            decoder = BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS)
+            if decoder is None and len(made) >= MAX_DECODERS:
+                made.append(made.pop(0))  # share them in turn
+                decoder = made[-1]
+                idle = None  # shared: never parked as idle
+            elif decoder is None:
+                decoder = BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS)
+                made.append(decoder)
         try:
             yield decoder
         finally:
-            with self._lock:
-                idle.append(decoder)
+            if idle is not None:
+                with self._lock:
+                    idle.append(decoder)
 
 
 decoders = _DecoderPool()
@@ -141,6 +160,31 @@ def decoded_images(images: list, shapes: np.ndarray, ctx: Any) -> Any:
     if not _decoded_images_type:
         _decoded_images_type.append(_decoded_images_class())
     return _decoded_images_type[0](images, shapes, ctx.stream, ctx.device_id)
+
+
+def recycle_when_dropped(batch: Any, decoder: Any, sources: list[str], stream: Any) -> None:
+    """When ``batch`` is dropped, give its decoder back the images nobody took a view of.
+
+    A sample wrapped by ``at()`` (for a user, a transfer, an operator that needs CuPy)
+    may live on outside the batch, so only never-wrapped images go back; they are
+    reused after the work already queued on ``stream`` (the batch's readers).
+    """
+    samples = batch._samples  # at() replaces an image here by its CuPy view
+    # the decoders' image type, taken before anything could be wrapped
+    gpu = [img for src, img in zip(sources, samples) if src in ("hw", "cuda")]
+    if not gpu:
+        return
+    image_type = type(gpu[0])
+
+    def release() -> None:
+        keep = [
+            (src, img)
+            for src, img in zip(sources, samples)
+            if src in ("hw", "cuda") and type(img) is image_type
+        ]
+        decoder.recycle(keep, stream)
+
+    weakref.finalize(batch, release).atexit = False
 
 
 def raw_samples(batch: Any) -> list:

@@ -38,6 +38,8 @@ _OUTPUT_TYPES = ("RGB", "BGR", "GRAY")
 # that stream must outlive every image: each BatchDecoder decodes on a stream of its own
 # that is kept here for the life of the process, and the caller's stream waits on it.
 _DECODE_STREAMS: list[Any] = []
+# Recycled images a decoder group keeps (four batches of 256): bounds the memory they hold.
+_MAX_FREE_IMAGES = 1024
 
 
 @dataclass
@@ -208,6 +210,11 @@ class BatchDecoder:
                 color_spec=nv.ColorSpec.GRAY, sample_format=nv.SampleFormat.I_Y
             ),
         }
+        # Images of dropped batches, per group, each with the event after which nothing
+        # reads it: decoding into them saves an allocation per image (H200, hardware
+        # decoder alone, batch 256: 19.6k img/s with new images, 22.9k reusing them).
+        self._free: dict[str, list[tuple[Any, Any]]] = {name: [] for name in self._groups}
+        self._free_lock = threading.Lock()
         workers = (
             cpu_threads or (os.cpu_count() or 4) if cpu_share > 0 and cpu_backend == "opencv" else 2
         )
@@ -447,9 +454,15 @@ class BatchDecoder:
         whole = name == "hw" and not self.hw_roi
         srcs = [parsed.streams[i] if whole else parsed.sub_streams[i] for i in idx]
         params = self._params[out_type]
+        reuse = self._take_free(name, len(srcs), stream)
         with lock:
             try:
-                images = decoder.decode(srcs, params=params, cuda_stream=stream.ptr)
+                if reuse is None:
+                    images = decoder.decode(srcs, params=params, cuda_stream=stream.ptr)
+                else:
+                    images = decoder.decode(
+                        srcs, params=params, cuda_stream=stream.ptr, images=reuse
+                    )
             except Exception:
                 # one bad stream can fail the whole call: retry one by one to isolate it
                 images = []
@@ -459,6 +472,36 @@ class BatchDecoder:
                     except Exception:
                         images.append(None)
         return list(zip(idx, images))
+
+    def _take_free(self, name: str, n: int, stream: Any) -> list[Any] | None:
+        """``n`` recycled images of group ``name`` ready for ``stream`` to decode into, or None."""
+        with self._free_lock:
+            free = self._free.get(name)
+            if free is None or n == 0 or len(free) < n:
+                return None
+            taken = free[-n:]
+            del free[-n:]
+        for event in {id(e): e for _, e in taken}.values():
+            stream.wait_event(event)
+        return [img for img, _ in taken]
+
+    def recycle(self, images: list[tuple[str, Any]], stream: Any) -> None:
+        """Take back (group, image) pairs that nothing reads after the work queued on ``stream``.
+
+        Only images :meth:`decode` returned with ``as_cupy=False`` and of which nobody
+        holds a view: later batches decode into their memory.
+        """
+        if not images:
+            return
+        cupy = self._cupy
+        with cupy.cuda.Device(self.device_id):
+            event = cupy.cuda.Event(disable_timing=True)
+            event.record(stream)
+        with self._free_lock:
+            for name, img in images:
+                free = self._free.get(name)
+                if free is not None and len(free) < _MAX_FREE_IMAGES:
+                    free.append((img, event))
 
     def _submit_cpu(self, data: Any, region: Any, out_type: str, stream: Any) -> Future:
         roi = (

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import mmap
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -75,7 +74,7 @@ READER_ARGS = (
         "dont_use_mmap",
         "bool",
         False,
-        "Accepted for DALI compatibility: files are read, not mapped.",
+        "Read files instead of memory-mapping them (files under 16 KiB are always read).",
         per_sample=False,
     ),
     Arg("lazy_init", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
@@ -243,6 +242,7 @@ class FileSource(ShardedSource):
         on_error: str = "raise",
     ):
         self.on_error = on_error
+        self.use_mmap = not node.arg("dont_use_mmap")
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         # The default shuffle seed hashes the names relative to file_root, so the
@@ -253,60 +253,39 @@ class FileSource(ShardedSource):
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(lambda i: self.files[i])
-        data = read_files([self.files[slot.index] for slot in slots])
-        labels = []
-        for k, (slot, m) in enumerate(zip(slots, meta)):
-            if isinstance(data[k], OSError):
+        data, labels = [], []
+        for slot, m in zip(slots, meta):
+            try:
+                data.append(self.read(self.files[slot.index]))
+            except OSError as exc:
                 if self.on_error == "raise":
-                    raise data[k]
-                m["error"] = (self.node.label, data[k])
-                data[k] = np.zeros(0, np.uint8)
+                    raise
+                data.append(np.zeros(0, np.uint8))
+                m["error"] = (self.node.label, exc)
             labels.append(self.labels[slot.index : slot.index + 1].copy())
         return [data, labels], meta
 
     def read(self, path: str) -> np.ndarray:
-        return read_file(path)
+        return read_file(path, self.use_mmap)
 
 
-def read_file(path: str) -> np.ndarray:
-    """The bytes of one file as a uint8 array; OSError names the file."""
+def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
+    """The bytes of one file as a read-only uint8 array; OSError names the file.
+
+    With ``use_mmap`` files of 16 KiB and more are memory-mapped instead of copied:
+    the reader thread then spends ~8 us per file instead of ~25 us, and the pages are
+    faulted in by whoever decodes them (nvImageCodec's or the CPU workers' threads,
+    outside the GIL), which is what keeps a GPU pipeline's reader ahead of the
+    hardware decoder. A file truncated while mapped raises SIGBUS where it is read,
+    as in DALI (``dont_use_mmap=True`` reads instead).
+    """
     try:
         with open(path, "rb") as f:
+            if use_mmap and os.fstat(f.fileno()).st_size >= _MAP_FROM:
+                return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
             return np.frombuffer(f.read(), dtype=np.uint8)
     except OSError as exc:
         raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
-# Reading a file mostly waits in the kernel (page-cache copy or disk) with the GIL
-# released, so a batch's files are read by a few threads at once: on a 16-core GPU
-# host one thread read 256 ImageNet-sized files in ~15 ms, longer than the GPU needs
-# to decode them.
-_READ_THREADS = min(8, os.cpu_count() or 1)
-_PARALLEL_FROM = 32  # files per batch below which one thread is as fast
-_read_pool: list[ThreadPoolExecutor] = []
-_read_pool_lock = threading.Lock()
-
-
-def read_files(paths: list[str]) -> list[np.ndarray | OSError]:
-    """Read every path (several threads for large batches); an OSError in place of a failure."""
-
-    def read_chunk(chunk: list[str]) -> list[np.ndarray | OSError]:
-        out: list[np.ndarray | OSError] = []
-        for path in chunk:
-            try:
-                out.append(read_file(path))
-            except OSError as exc:
-                out.append(exc)
-        return out
-
-    if len(paths) < _PARALLEL_FROM or _READ_THREADS < 2:
-        return read_chunk(paths)
-    with _read_pool_lock:
-        if not _read_pool:
-            _read_pool.append(
-                ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="chute-file-read")
-            )
-        pool = _read_pool[0]
-    step = -(-len(paths) // _READ_THREADS)
-    chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
-    return [x for part in pool.map(read_chunk, chunks) for x in part]
+_MAP_FROM = 16 * 1024  # smaller files are cheaper to copy than to map
