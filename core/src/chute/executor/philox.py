@@ -7,6 +7,12 @@ batch in NumPy, producing the same 64-bit words NumPy's generator would; the hel
 turn them into the same doubles, bounded integers and decisions as ``Generator``'s
 methods. Callers fall back to the per-sample generator wherever a sample needs more
 words than were drawn (``None`` in the results), so results never change.
+
+:class:`SampleStream` is the same stream for one sample in plain Python integers, for
+operators that draw a few numbers per sample on the worker threads (the random-crop
+decoder): one Philox block costs ~4 us there, a NumPy generator ~7 us to build (and
+several times that while other threads run: it reads OS entropy for a seed sequence it
+never uses) before its first draw.
 """
 
 from __future__ import annotations
@@ -18,7 +24,14 @@ import numpy as np
 
 from chute.executor.context import sample_position
 
-__all__ = ["coin_flips", "random_crop_windows", "sample_counters", "stream_words"]
+__all__ = [
+    "SampleStream",
+    "coin_flips",
+    "random_crop_windows",
+    "sample_counters",
+    "sample_stream",
+    "stream_words",
+]
 
 _M0 = np.uint64(0xD2E7470EE14C6C93)
 _M1 = np.uint64(0xCA5A826395121157)
@@ -119,8 +132,11 @@ def random_crop_windows(
 
     Returns ``(y0, x0, crop_h, crop_w)`` per sample, or None where the words drawn do
     not settle it (no attempt among the first ones fit, or the bounded draw might be
-    redrawn): the caller draws those with the sample's generator.
+    redrawn): the caller draws those with the sample's generator. Where the words hold
+    every attempt and none fits, the result is the sampler's centre crop.
     """
+    from chute.ops.decoders.crop_window import centre_crop_window
+
     n, k = words.shape
     attempts = min(num_attempts, (k - 1) // 2)
     heights = shapes[:, 0].astype(np.int64)
@@ -157,4 +173,104 @@ def random_crop_windows(
     ok = found & (2 * first + 2 < k) & ~((rng_y != 0) & risky_y) & ~((rng_x != 0) & risky_x)
     for i in np.flatnonzero(ok).tolist():
         result[i] = (int(y0[i]), int(x0[i]), int(ch[i]), int(cw[i]))
+    if attempts == num_attempts:  # all attempts drawn: where none fit, no draw follows
+        for i in np.flatnonzero(~found).tolist():
+            result[i] = centre_crop_window(int(heights[i]), int(widths[i]), aspect_ratio)
     return result
+
+
+# The same constants as plain integers, for SampleStream.
+_M0_INT, _M1_INT = int(_M0), int(_M1)
+_W0_INT, _W1_INT = int(_W0), int(_W1)
+_MASK256 = (1 << 256) - 1
+
+
+def _philox_block(c0: int, c1: int, c2: int, c3: int, k0: int, k1: int) -> tuple[int, ...]:
+    """Philox4x64-10 of one counter block in Python integers (the rounds of _philox)."""
+    for r in range(10):
+        if r:
+            k0 = (k0 + _W0_INT) & _MASK64
+            k1 = (k1 + _W1_INT) & _MASK64
+        p0 = _M0_INT * c0
+        p1 = _M1_INT * c2
+        c0, c1, c2, c3 = (p1 >> 64) ^ c1 ^ k0, p1 & _MASK64, (p0 >> 64) ^ c3 ^ k1, p0 & _MASK64
+    return c0, c1, c2, c3
+
+
+class SampleStream:
+    """One sample's ``Generator(Philox(key, counter))`` draws, in plain Python integers.
+
+    Gives the numbers NumPy's generator gives for the calls it has (``random``,
+    ``uniform``, ``integers`` on ranges below 2**32), so an operator may draw from it
+    instead of ``ctx.rng`` and get the same results. Blocks are computed as they are
+    needed. Not thread-safe; one stream per sample.
+    """
+
+    __slots__ = ("_counter", "_half", "_key", "_pos", "_words")
+
+    def __init__(self, key: tuple[int, int], counter: tuple[int, int, int, int]):
+        self._key = (key[0] & _MASK64, key[1] & _MASK64)
+        c0, c1, c2, c3 = (c & _MASK64 for c in counter)
+        self._counter = c0 | (c1 << 64) | (c2 << 128) | (c3 << 192)
+        self._words: tuple[int, ...] = ()
+        self._pos = 4  # NumPy's buffer_pos: the counter moves on before the first block
+        self._half: int | None = None  # the high half of a word split for 32-bit draws
+
+    def random_raw(self) -> int:
+        """The next 64-bit word (``bit_generator.random_raw()``)."""
+        if self._pos == 4:
+            c = self._counter = (self._counter + 1) & _MASK256
+            self._words = _philox_block(
+                c & _MASK64, (c >> 64) & _MASK64, (c >> 128) & _MASK64, c >> 192, *self._key
+            )
+            self._pos = 0
+        word = self._words[self._pos]
+        self._pos += 1
+        return word
+
+    def _next32(self) -> int:
+        # NumPy's Philox splits a word for 32-bit draws: low half now, high half next time
+        half = self._half
+        if half is not None:
+            self._half = None
+            return half
+        word = self.random_raw()
+        self._half = word >> 32
+        return word & 0xFFFFFFFF
+
+    def random(self) -> float:
+        """``Generator.random()``: the top 53 bits of a word over 2**53."""
+        return (self.random_raw() >> 11) * _DOUBLE
+
+    def uniform(self, low: float = 0.0, high: float = 1.0) -> float:
+        """``Generator.uniform(low, high)`` for scalars."""
+        low, high = float(low), float(high)
+        return low + (high - low) * self.random()
+
+    def integers(self, low: int, high: int) -> int:
+        """``Generator.integers(low, high)`` (int64, high exclusive) for high - low <= 2**32."""
+        span = int(high) - int(low) - 1  # NumPy's rng: the largest offset
+        if span < 0:
+            raise ValueError("high <= low")
+        if span == 0:
+            return int(low)  # one value: nothing is drawn
+        if span > 0xFFFFFFFF:
+            raise ValueError("SampleStream draws integers from ranges of at most 2**32 values")
+        if span == 0xFFFFFFFF:
+            return int(low) + self._next32()
+        # Lemire's multiply-shift with NumPy's rejection rule
+        excl = span + 1
+        m = self._next32() * excl
+        if m & 0xFFFFFFFF < excl:
+            threshold = (0xFFFFFFFF - span) % excl
+            while m & 0xFFFFFFFF < threshold:
+                m = self._next32() * excl
+        return int(low) + (m >> 32)
+
+
+def sample_stream(
+    seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
+) -> SampleStream:
+    """The stream of one sample, as context.sample_generator keys it (same numbers)."""
+    sample_epoch, sample_iteration, sample = sample_position(epoch, iteration, idx_in_batch, meta)
+    return SampleStream((seed, node_id), (sample, sample_iteration, sample_epoch, 0))

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 CropWindow = tuple[int, int, int, int]
+
+
+class RandomStream(Protocol):
+    """What the sampler draws from: a ``numpy.random.Generator`` or a philox.SampleStream."""
+
+    def uniform(self, low: float, high: float) -> float: ...
+
+    def integers(self, low: int, high: int) -> int: ...
 
 
 def random_crop_window(
@@ -20,7 +29,7 @@ def random_crop_window(
     area: tuple[float, float] = (0.08, 1.0),
     aspect_ratio: tuple[float, float] = (3 / 4, 4 / 3),
     num_attempts: int = 10,
-    rng: np.random.Generator | None = None,
+    rng: RandomStream | None = None,
 ) -> CropWindow:
     """Draw a random crop covering a uniform fraction of the area with log-uniform aspect ratio.
 
@@ -28,7 +37,7 @@ def random_crop_window(
     up to ``num_attempts`` draws of (area fraction ~ U(area), aspect w/h ~
     exp(U(log aspect_ratio))); the first that fits is placed uniformly.
     If none fits, the whole image is taken, narrowed to the aspect-ratio
-    range and centred.
+    range and centred (:func:`centre_crop_window`).
     """
     if height <= 0 or width <= 0:
         raise ValueError(f"image size must be positive, got {height}x{width} (HxW)")
@@ -50,6 +59,11 @@ def random_crop_window(
             y0 = int(rng.integers(0, height - crop_h + 1))
             x0 = int(rng.integers(0, width - crop_w + 1))
             return y0, x0, crop_h, crop_w
+    return centre_crop_window(height, width, aspect_ratio)
+
+
+def centre_crop_window(height: int, width: int, aspect_ratio: tuple[float, float]) -> CropWindow:
+    """The random sampler's fallback: the whole image narrowed to the aspect range, centred."""
     image_aspect = width / height
     if image_aspect < aspect_ratio[0]:
         crop_w = width

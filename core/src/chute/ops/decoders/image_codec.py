@@ -31,7 +31,7 @@ Conventions, chosen once for every format:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import cv2
 import numpy as np
@@ -98,8 +98,7 @@ class ScaledDecode:
     window: tuple[float, float, float, float]
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(NamedTuple):
     """Where to decode in the unoriented source image, and at which scale."""
 
     source_rect: tuple[int, int, int, int]
@@ -111,7 +110,7 @@ def peek_shape(data: EncodedImage, adjust_orientation: bool = True) -> tuple[int
     buf = as_buffer(data)
     fmt = _detect(buf)
     if fmt == "jpeg":
-        height, width, colorspace = _jpeg_header(buf)
+        height, width, colorspace, _ = _jpeg_header(buf)
         channels = 1 if colorspace == "Gray" else 3
         orientation = jpeg_orientation(buf) if adjust_orientation else 1
     elif fmt == "png":
@@ -145,7 +144,7 @@ def decode(
     max_pixels: int | None = MAX_IMAGE_PIXELS,
 ) -> np.ndarray:
     """Decode an encoded image (or exactly its `roi`) to an HWC array."""
-    return _decode(data, output_type, dtype, adjust_orientation, roi, None, max_pixels).image
+    return _decode(data, output_type, dtype, adjust_orientation, roi, None, max_pixels)[0]
 
 
 def decode_scaled(
@@ -164,7 +163,10 @@ def decode_scaled(
     """
     if len(min_size) != 2 or min(min_size) < 0:
         raise ValueError(f"min_size must be (height, width) >= 0, got {min_size!r}")
-    return _decode(data, output_type, dtype, adjust_orientation, roi, min_size, max_pixels)
+    image, numerator, window = _decode(
+        data, output_type, dtype, adjust_orientation, roi, min_size, max_pixels
+    )
+    return ScaledDecode(image=image, scale=numerator / 8, window=window)
 
 
 def decode_resized(
@@ -210,14 +212,15 @@ def _decode(
     roi: tuple[int, int, int, int] | None,
     min_size: tuple[int, int] | None,
     max_pixels: int | None,
-) -> ScaledDecode:
+) -> tuple[np.ndarray, int, tuple[float, float, float, float]]:
+    """(image, numerator of the scale in eighths, exact window of the roi in image)."""
     out_type = _normalize_output_type(output_type)
     out_dtype = _normalize_dtype(dtype)
     buf = as_buffer(data)
     fmt = _detect(buf)
     origin = (0, 0)  # where `native` starts in the (scaled) source image
     if fmt == "jpeg":
-        height, width, colorspace = _jpeg_header(buf)
+        height, width, colorspace, header = _jpeg_header(buf)
         check_pixels(height, width, max_pixels)
         orientation = jpeg_orientation(buf) if adjust_orientation else 1
         plan = _plan(height, width, orientation, roi, min_size)
@@ -227,7 +230,7 @@ def _decode(
             plan = _Plan(plan.source_rect, 8)
         else:
             native, layout, plan, origin = _decode_jpeg(
-                buf, height, width, colorspace, out_type, plan
+                buf, height, width, colorspace, out_type, plan, header
             )
     else:
         native, layout, orientation = decode_pillow(
@@ -241,9 +244,14 @@ def _decode(
     image = apply_orientation(image, orientation)
     window = rect_to_oriented(window, crop.shape[0], crop.shape[1], orientation)
     image = _convert_dtype(image, out_dtype)
-    if np.may_share_memory(image, native):
-        image = image.copy()  # native may be the decoder's scratch buffer
-    return ScaledDecode(image=image, scale=plan.numerator / 8, window=window)
+    # What still lies in `native` is copied out (it may be the decoder's reusable scratch
+    # buffer, and a region must not keep a whole image alive), unless it is all of an
+    # array of its own: a whole JPEG decoded straight into its output.
+    if np.may_share_memory(image, native) and (
+        native.base is not None or image.nbytes != native.nbytes
+    ):
+        image = image.copy()
+    return image, plan.numerator, window
 
 
 def _detect(buf: memoryview) -> str:
@@ -271,12 +279,21 @@ def _normalize_dtype(dtype: Any) -> np.dtype:
     return out_dtype
 
 
-def _jpeg_header(buf: memoryview) -> tuple[int, int, str]:
+def _jpeg_header(buf: memoryview) -> tuple[int, int, str, turbo.JpegHeader | None]:
+    """(height, width, colour space, TurboJPEG's header or None) of a JPEG.
+
+    With libjpeg-turbo 3 loaded, the header is read by the thread's TurboJPEG handle,
+    and the decode that follows on this thread reuses it instead of reading it again.
+    """
+    decoder = turbo.load()
     try:
+        if decoder is not None:
+            header = decoder.header(np.frombuffer(buf, np.uint8))
+            return header.height, header.width, header.colorspace, header
         height, width, colorspace, _ = simplejpeg.decode_jpeg_header(buf)
     except Exception as exc:
         raise DecodeError(f"jpeg: {exc}") from None
-    return height, width, colorspace
+    return height, width, colorspace, None
 
 
 def _plan(
@@ -321,7 +338,13 @@ def _validate_roi(roi: tuple[int, int, int, int], height: int, width: int) -> tu
 
 
 def _decode_jpeg(
-    buf: memoryview, height: int, width: int, colorspace: str, out_type: str, plan: _Plan
+    buf: memoryview,
+    height: int,
+    width: int,
+    colorspace: str,
+    out_type: str,
+    plan: _Plan,
+    header: turbo.JpegHeader | None = None,
 ) -> tuple[np.ndarray, str, _Plan, tuple[int, int]]:
     """Decode the plan's rect (or more) of a JPEG: (pixels, layout, plan, origin of pixels)."""
     # Let libjpeg-turbo produce the output colour order directly when it can.
@@ -342,7 +365,7 @@ def _decode_jpeg(
         # A region is decoded with margins into the scratch buffer and copied out
         # once; a whole image is decoded straight into its own array.
         native, y, x = decoder.decode(
-            np.frombuffer(buf, np.uint8), target, m, rect, scratch=not whole
+            np.frombuffer(buf, np.uint8), target, m, rect, scratch=not whole, header=header
         )
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None

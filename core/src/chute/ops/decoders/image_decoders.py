@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.executor.philox import sample_stream
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
@@ -113,8 +114,46 @@ class ScaledRegion(np.ndarray):
         self.roi_window = None
 
 
+class _DecodeSettings:
+    """A decoder node's constant arguments, read once at build time (``ctx.state``)."""
+
+    __slots__ = ("adjust_orientation", "downscale_to", "dtype", "node", "output_type")
+
+    def __init__(self, node: OpNode):
+        self.node = node
+        self.output_type = getattr(node.arg("output_type"), "value", node.arg("output_type"))
+        self.dtype = to_dtype(node.arg("dtype"))
+        self.adjust_orientation = bool(node.arg("adjust_orientation"))
+        # set by fuse() at build: decode at a reduced DCT scale for the resize after
+        self.downscale_to = getattr(node, "downscale_to", None)
+
+
+class _RandomCropSettings(_DecodeSettings):
+    """image_random_crop's constant arguments (none of them may be given per sample)."""
+
+    __slots__ = ("area", "aspect_ratio", "num_attempts")
+
+    def __init__(self, node: OpNode):
+        super().__init__(node)
+        self.area = tuple(float(v) for v in node.arg("random_area"))
+        self.aspect_ratio = tuple(float(v) for v in node.arg("random_aspect_ratio"))
+        self.num_attempts = int(node.arg("num_attempts"))
+
+
 class _DecoderBase(Operator):
     """Shared checks and output description of the image decoders."""
+
+    settings_class: type[_DecodeSettings] = _DecodeSettings
+
+    def setup(self, node: OpNode) -> _DecodeSettings:
+        """The node's constant decode arguments, so that samples need no argument lookups."""
+        return self.settings_class(node)
+
+    def _settings(self, ctx: Any) -> _DecodeSettings:
+        state = ctx.state
+        if isinstance(state, self.settings_class) and state.node is ctx.node:
+            return state
+        return self.settings_class(ctx.node)  # a context made without setup()
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
         dtype = args.get("dtype")
@@ -139,16 +178,14 @@ class _DecoderBase(Operator):
             node.downscale_to = fixed_output_size(consumers[0], node)
 
     def _decode(self, encoded: np.ndarray, args: ArgView, roi: Any, ctx: Any) -> np.ndarray:
-        options = {
-            "output_type": args["output_type"],
-            "dtype": args["dtype"],
-            "adjust_orientation": args["adjust_orientation"],
-            "roi": roi,
-        }
-        min_size = getattr(ctx.node, "downscale_to", None)
+        settings = self._settings(ctx)
+        output_type, dtype = settings.output_type, settings.dtype
+        min_size = settings.downscale_to
         if min_size is None:
-            return decode(encoded, **options)
-        scaled = decode_scaled(encoded, min_size, **options)
+            return decode(encoded, output_type, dtype, settings.adjust_orientation, roi)
+        scaled = decode_scaled(
+            encoded, min_size, output_type, dtype, settings.adjust_orientation, roi
+        )
         if scaled.scale == 1:
             return scaled.image
         return ScaledRegion.of(scaled.image, scaled.window)
@@ -377,23 +414,29 @@ class ImageRandomCrop(_DecoderBase):
         if args.get("num_attempts", 10) < 1:
             raise ValueError(f"{self.schema.display_name}: argument 'num_attempts' must be >= 1")
 
+    settings_class = _RandomCropSettings
+
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        encoded = inputs[0]
+        settings = self._settings(ctx)
+        # ctx.rng's numbers without building a NumPy generator per sample
+        stream = sample_stream(
+            ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, ctx.idx_in_batch, ctx.meta
+        )
 
         # the window needs the image size: the codec calls this once it has read the
-        # header, so the header is parsed once
+        # header, so the header is parsed once (and checks the window against it)
         def roi(height: int, width: int) -> tuple:
-            window = random_crop_window(
+            y0, x0, crop_h, crop_w = random_crop_window(
                 height,
                 width,
-                area=args["random_area"],
-                aspect_ratio=args["random_aspect_ratio"],
-                num_attempts=args["num_attempts"],
-                rng=ctx.rng,
+                settings.area,
+                settings.aspect_ratio,
+                settings.num_attempts,
+                stream,
             )
-            return _roi(window, height, width, self.schema.display_name)
+            return y0, x0, y0 + crop_h, x0 + crop_w
 
-        return self._decode(encoded, args, roi, ctx)
+        return self._decode(inputs[0], args, roi, ctx)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends

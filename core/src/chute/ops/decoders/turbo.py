@@ -82,6 +82,10 @@ class _Handle:
         lib.tj3Set(self.ptr, _PARAM_STOPONWARNING, 1)
 
         self._scratch = np.empty(0, np.uint8)
+        # The header this handle read last, and (address, size) of its JPEG: a decode of
+        # the same data right after needs no second read.
+        self.header: JpegHeader | None = None
+        self.source: tuple[int, int] = (0, 0)
 
     def scratch(self, shape: tuple[int, int, int]) -> np.ndarray:
         """A reusable uint8 array of `shape` (its pages stay mapped between decodes)."""
@@ -124,23 +128,38 @@ class TurboJPEG:
         return handle
 
     def _error(self, handle: _Handle) -> str:
-        return self.lib.tj3GetErrorStr(handle.ptr).decode("utf-8", "replace")
+        """The handle's error message; the thread gets a fresh handle for its next image.
 
-    def _read_header(self, handle: _Handle, buf: np.ndarray) -> JpegHeader:
+        A handle that failed mid-header can fail the next, valid header too ("Bogus
+        Huffman table definition" after a damaged one), so it is not used again.
+        """
+        message = self.lib.tj3GetErrorStr(handle.ptr).decode("utf-8", "replace")
+        if getattr(self._local, "handle", None) is handle:
+            self._local.handle = None
+        return message
+
+    def _read_header(self, handle: _Handle, buf: np.ndarray, address: int) -> JpegHeader:
         lib = self.lib
-        if lib.tj3DecompressHeader(handle.ptr, buf.ctypes.data, buf.size) != 0:
+        handle.header = None
+        if lib.tj3DecompressHeader(handle.ptr, address, buf.size) != 0:
             raise ValueError(self._error(handle))
-        colorspace = COLORSPACES.get(lib.tj3Get(handle.ptr, _PARAM_COLORSPACE), "unknown")
-        return JpegHeader(
-            lib.tj3Get(handle.ptr, _PARAM_JPEGHEIGHT),
-            lib.tj3Get(handle.ptr, _PARAM_JPEGWIDTH),
-            lib.tj3Get(handle.ptr, _PARAM_SUBSAMP),
-            colorspace,
+        ptr, get = handle.ptr, lib.tj3Get
+        header = JpegHeader(
+            get(ptr, _PARAM_JPEGHEIGHT),
+            get(ptr, _PARAM_JPEGWIDTH),
+            get(ptr, _PARAM_SUBSAMP),
+            COLORSPACES.get(get(ptr, _PARAM_COLORSPACE), "unknown"),
         )
+        handle.header, handle.source = header, (address, buf.size)
+        return header
 
     def header(self, buf: np.ndarray) -> JpegHeader:
-        """Read the header of the JPEG in `buf` (1-D uint8); ValueError if it is not one."""
-        return self._read_header(self._handle(), buf)
+        """Read the header of the JPEG in `buf` (1-D uint8); ValueError if it is not one.
+
+        Passing the result to :meth:`decode` of the same `buf` on the same thread, with
+        no other call in between, saves reading it again.
+        """
+        return self._read_header(self._handle(), buf, buf.ctypes.data)
 
     def decode(
         self,
@@ -149,6 +168,7 @@ class TurboJPEG:
         numerator: int = 8,
         rect: tuple[int, int, int, int] | None = None,
         scratch: bool = False,
+        header: JpegHeader | None = None,
     ) -> tuple[np.ndarray, int, int]:
         """Decode at `numerator`/8 scale, only `rect` (y0, x0, y1, x1, in scaled pixels).
 
@@ -157,16 +177,17 @@ class TurboJPEG:
         at an MCU column boundary (libjpeg-turbo decodes whole MCU columns), so
         ``image`` can be a few pixels larger than asked. With `scratch`, ``image``
         lives in this thread's reusable buffer, valid until its next decode: copy
-        what you keep (the copy into fresh memory then is the only one).
+        what you keep (the copy into fresh memory then is the only one). `header`, from
+        :meth:`header` of this `buf` just before on this thread, skips reading it again.
         """
         handle = self._handle()
         lib = self.lib
-        header = self._read_header(handle, buf)
+        address = buf.ctypes.data
+        if header is None or header is not handle.header or handle.source != (address, buf.size):
+            header = self._read_header(handle, buf, address)
         scaled_h = -(-header.height * numerator // 8)
         scaled_w = -(-header.width * numerator // 8)
-        common = math.gcd(numerator, 8)  # the library accepts only reduced fractions
-        factor = _ScalingFactor(numerator // common, 8 // common)
-        if lib.tj3SetScalingFactor(handle.ptr, factor) != 0:
+        if lib.tj3SetScalingFactor(handle.ptr, _scaling_factor(numerator)) != 0:
             raise ValueError(self._error(handle))
         y0, x0, y1, x1 = rect if rect is not None else (0, 0, scaled_h, scaled_w)
         if not (0 <= y0 < y1 <= scaled_h and 0 <= x0 < x1 <= scaled_w):
@@ -191,12 +212,20 @@ class TurboJPEG:
         out = handle.scratch((y1 - y0, x1 - x0, channels)) if scratch else None
         if out is None:
             out = np.empty((y1 - y0, x1 - x0, channels), np.uint8)
+        # the handle's header state is spent by the decode: the next one reads it again
+        handle.header = None
         status = lib.tj3Decompress8(
-            handle.ptr, buf.ctypes.data, buf.size, out.ctypes.data, 0, PIXEL_FORMATS[pixel_format]
+            handle.ptr, address, buf.size, out.ctypes.data, 0, PIXEL_FORMATS[pixel_format]
         )
         if status != 0:
             raise ValueError(self._error(handle))
         return out, y0, x0
+
+
+@functools.cache
+def _scaling_factor(numerator: int) -> _ScalingFactor:
+    common = math.gcd(numerator, 8)  # the library accepts only reduced fractions
+    return _ScalingFactor(numerator // common, 8 // common)
 
 
 def _bundled_library() -> list[str]:
