@@ -13,9 +13,10 @@ next power of two (3 -> 4), filled with ``fill_values`` (0 by default).
 
 Speed: for uint8 input every output value is one of 256 per channel, so the whole arithmetic
 and the dtype conversion are a table computed once in float64 (exactly rounded) and one
-``cv2.LUT`` pass per output plane, reading a uint8 CHW copy of the crop made by a single
-transposing (and mirroring) ``np.copyto``. ``out=`` lets the caller hand a slot of a batch
-buffer so the result is written in place.
+``cv2.LUT`` pass per output plane, reading the crop's uint8 planes (``cv2.flip`` and
+``cv2.split``: GIL-free, cheaper than NumPy's transposing copy). ``out=`` lets the caller
+hand a slot of a batch buffer so the result is written in place; ``gain_bias`` lets an
+operator with constant arguments skip their per-sample conversion.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate
 
-__all__ = ["CropWindow", "crop_mirror_normalize", "crop_window", "output_shape"]
+__all__ = ["CropWindow", "crop_mirror_normalize", "crop_window", "normalization", "output_shape"]
 
 DTypeLike = Any
 FloatOrSeq = float | Sequence[float] | np.ndarray
@@ -154,28 +155,26 @@ def _lut_into(src: np.ndarray, table: np.ndarray, dst: np.ndarray) -> None:
 
 
 def _crop_uint8(
-    crop: np.ndarray, dst: np.ndarray, gain: np.ndarray, bias: np.ndarray, chw: bool, rounding: str
+    crop: np.ndarray,
+    dst: np.ndarray,
+    gain: np.ndarray,
+    bias: np.ndarray,
+    chw: bool,
+    rounding: str,
+    mirror: bool = False,
 ) -> None:
-    """Normalize a (possibly mirrored) uint8 HWC crop view into ``dst`` (CHW or HWC view)."""
+    """Normalize a uint8 HWC crop view, flipped when ``mirror``, into ``dst`` (CHW or HWC)."""
     channels = crop.shape[2]
     tables = _uint8_tables(gain, bias, dst.dtype, rounding)
     dst_bits = dst.view(np.int16) if dst.dtype == np.float16 else dst
     if chw:
-        if channels == 1:
-            plane = crop[:, :, 0]
-            if plane.strides[1] < 0:
-                plane = np.ascontiguousarray(plane)
-            _lut_into(plane, tables[0], dst_bits[0])
-            return
-        # Deinterleave (and mirror) once in uint8, the cheapest place for the transpose.
-        planes = np.empty((channels, crop.shape[0], crop.shape[1]), dtype=np.uint8)
-        np.copyto(planes, crop.transpose(2, 0, 1))
+        planes = _uint8_planes(crop, mirror)
         for c in range(channels):
             _lut_into(planes[c], tables[c], dst_bits[c])
         return
-    if crop.strides[1] < 0:
+    if mirror:
         # OpenCV cannot read negative strides; flip (which drops a lone channel axis) instead.
-        crop = cv2.flip(crop[:, ::-1], 1).reshape(crop.shape)
+        crop = cv2.flip(crop, 1).reshape(crop.shape)
     if channels == 1:
         _lut_into(crop[:, :, 0], tables[0], dst_bits[:, :, 0])
     elif channels <= 4:
@@ -184,6 +183,26 @@ def _crop_uint8(
     else:
         for c in range(channels):
             _lut_into(np.ascontiguousarray(crop[:, :, c]), tables[c], dst_bits[:, :, c])
+
+
+def _uint8_planes(crop: np.ndarray, mirror: bool) -> Sequence[np.ndarray]:
+    """The channel planes of a uint8 HWC crop, flipped horizontally when ``mirror``.
+
+    OpenCV's flip and split release the GIL and beat NumPy's strided transposing copy;
+    a view OpenCV cannot read (pixels not contiguous within a row) takes NumPy's way.
+    """
+    channels = crop.shape[2]
+    readable = crop.strides[0] > 0 and crop.strides[1:] == (channels, 1)
+    if channels == 1 and readable:
+        plane = crop[:, :, 0]
+        return [cv2.flip(plane, 1) if mirror else plane]
+    if not readable or channels > 4:
+        src = crop[:, ::-1] if mirror else crop
+        planes = np.empty((channels, crop.shape[0], crop.shape[1]), dtype=np.uint8)
+        np.copyto(planes, src.transpose(2, 0, 1))
+        return planes
+    src = cv2.flip(crop, 1) if mirror else crop
+    return cv2.split(src)
 
 
 def _crop_generic(
@@ -202,6 +221,19 @@ def _crop_generic(
     tmp = np.multiply(src, g, dtype=work_dtype)
     tmp += b
     convert_saturate(tmp, dst.dtype, rounding=rounding, out=dst, overwrite=True)
+
+
+def normalization(
+    mean: FloatOrSeq, std: FloatOrSeq, scale: float, shift: float, channels: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel ``(gain, bias)`` with ``out = in * gain + bias``; checks ``std``."""
+    std_values = _per_channel(std, channels, "std")
+    if not np.all(np.isfinite(std_values)) or np.any(std_values == 0):
+        # A zero std would silently fill the output with inf/nan.
+        raise ValueError(f"std must be finite and nonzero per channel, got {std_values.tolist()}")
+    gain = float(scale) / std_values
+    bias = float(shift) - _per_channel(mean, channels, "mean") * gain
+    return gain, bias
 
 
 def crop_mirror_normalize(
@@ -224,8 +256,14 @@ def crop_mirror_normalize(
     out_of_bounds_policy: str = "error",
     rounding: str = "round",
     out: np.ndarray | None = None,
+    gain_bias: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Crop, optionally flip, normalize, lay out and cast one HWC image (see module doc)."""
+    """Crop, optionally flip, normalize, lay out and cast one HWC image (see module doc).
+
+    ``gain_bias``: :func:`normalization` of (mean, std, scale, shift) for this channel
+    count, computed once by a caller whose arguments are constant; then those four are
+    not read.
+    """
     image = np.asarray(image)
     if image.ndim == 2:
         image = image[:, :, None]
@@ -259,21 +297,15 @@ def crop_mirror_normalize(
     elif out.shape != shape or out.dtype != out_dtype:
         raise ValueError(f"out is {out.shape} {out.dtype}, expected {shape} {out_dtype}")
 
-    std_values = _per_channel(std, channels, "std")
-    if not np.all(np.isfinite(std_values)) or np.any(std_values == 0):
-        # A zero std would silently fill the output with inf/nan.
-        raise ValueError(f"std must be finite and nonzero per channel, got {std_values.tolist()}")
-    inv = float(scale) / std_values
-    gain = inv
-    bias = float(shift) - _per_channel(mean, channels, "mean") * inv
+    if gain_bias is None:
+        gain_bias = normalization(mean, std, scale, shift, channels)
+    gain, bias = gain_bias
     cw = window.shape[1]
     sy0, sy1, sx0, sx1 = window.src
     dy0, dy1, dx0, dx1 = window.dst
     if mirror:
         dx0, dx1 = cw - dx1, cw - dx0  # the in-image block moves with the flip
     src = image[sy0:sy1, sx0:sx1]
-    if mirror:
-        src = src[:, ::-1]
     dst = out[:channels, dy0:dy1, dx0:dx1] if chw else out[dy0:dy1, dx0:dx1, :channels]
 
     c_out = shape[0] if chw else shape[2]
@@ -283,9 +315,9 @@ def crop_mirror_normalize(
         _fill_border(out, fill, (dy0, dy1, dx0, dx1), channels, chw)
     if src.size:
         if image.dtype == np.uint8:
-            _crop_uint8(src, dst, gain, bias, chw, rounding)
+            _crop_uint8(src, dst, gain, bias, chw, rounding, mirror)
         else:
-            _crop_generic(src, dst, gain, bias, chw, rounding)
+            _crop_generic(src[:, ::-1] if mirror else src, dst, gain, bias, chw, rounding)
     return out
 
 

@@ -15,7 +15,7 @@ from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import ArgView, Operator
-from chute.ops.image.cmn_kernels import crop_mirror_normalize
+from chute.ops.image.cmn_kernels import crop_mirror_normalize, normalization
 from chute.ops.image.convert_kernels import convert_saturate
 from chute.ops.image.filter_kernels import BORDER_MODES, gaussian_blur
 from chute.ops.image.normalize_kernels import (
@@ -270,28 +270,64 @@ class CropMirrorNormalize(Operator):
             raise ValueError(f"expected HWC input, got layout {spec.layout!r}")
         return [Spec(node.arg("dtype"), 3, node.arg("output_layout"))]
 
+    def setup(self, node: OpNode) -> _CmnState:
+        return _CmnState(node)
+
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
-        return crop_mirror_normalize(
-            inputs[0],
-            crop=args["crop"],
-            crop_h=args["crop_h"],
-            crop_w=args["crop_w"],
-            crop_pos_x=args["crop_pos_x"],
-            crop_pos_y=args["crop_pos_y"],
-            mirror=bool(args["mirror"]),
-            mean=args["mean"],
-            std=args["std"],
-            scale=args["scale"],
-            shift=args["shift"],
-            dtype=args["dtype"],
-            output_layout=args["output_layout"],
-            pad_output=args["pad_output"],
-            fill_values=args["fill_values"],
-            out_of_bounds_policy=args["out_of_bounds_policy"],
-            rounding=args["rounding"],
-        )
+        state: _CmnState = ctx.state
+        kwargs = dict(state.constants)
+        for name in state.per_sample:
+            kwargs[name] = args[name]
+        if "mirror" in kwargs:
+            kwargs["mirror"] = bool(kwargs["mirror"])
+        image = inputs[0]
+        gain_bias = None
+        if state.fixed_normalization and image.ndim in (2, 3):
+            gain_bias = state.gain_bias(image.shape[2] if image.ndim == 3 else 1)
+        return crop_mirror_normalize(image, gain_bias=gain_bias, **kwargs)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
 
         return gpu_backends.crop_mirror_normalize_gpu(self, inputs, args, ctx)
+
+
+_CMN_ARGS = (
+    "crop",
+    "crop_h",
+    "crop_w",
+    "crop_pos_x",
+    "crop_pos_y",
+    "mirror",
+    "mean",
+    "std",
+    "scale",
+    "shift",
+    "dtype",
+    "output_layout",
+    "pad_output",
+    "fill_values",
+    "out_of_bounds_policy",
+    "rounding",
+)
+_NORMALIZATION_ARGS = ("mean", "std", "scale", "shift")
+
+
+class _CmnState:
+    """What crop_mirror_normalize knows at build time: its constant arguments, and the
+    per-channel gain and bias when mean, std, scale and shift are all constant."""
+
+    def __init__(self, node: OpNode):
+        self.per_sample = tuple(name for name in _CMN_ARGS if name in node.arg_inputs)
+        self.constants = {name: node.arg(name) for name in _CMN_ARGS if name not in node.arg_inputs}
+        self.fixed_normalization = not any(n in node.arg_inputs for n in _NORMALIZATION_ARGS)
+        self._by_channels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def gain_bias(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
+        """(gain, bias) for images of ``channels`` channels, computed once per count."""
+        found = self._by_channels.get(channels)
+        if found is None:
+            c = self.constants
+            found = normalization(c["mean"], c["std"], c["scale"], c["shift"], channels)
+            self._by_channels[channels] = found  # racing workers compute the same value
+        return found

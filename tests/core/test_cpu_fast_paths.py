@@ -1,0 +1,95 @@
+"""The CPU train path's fast kernels agree with their plain versions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chute import fn, pipeline_def, types
+from chute.ops.image.cmn_kernels import crop_mirror_normalize, normalization
+
+MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+
+def _plain(image: np.ndarray, mirror: bool, layout: str = "CHW") -> np.ndarray:
+    """crop_mirror_normalize's arithmetic in float64 NumPy, whole image, fp16."""
+    x = (image.astype(np.float64) - MEAN[: image.shape[2]]) / STD[: image.shape[2]]
+    x = x[:, ::-1] if mirror else x
+    return (x.transpose(2, 0, 1) if layout == "CHW" else x).astype(np.float16)
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+@pytest.mark.parametrize(
+    "view",
+    ["contiguous", "row_strided", "rows_reversed", "columns_strided", "gray"],
+)
+def test_uint8_planes_of_any_view(mirror: bool, layout: str, view: str) -> None:
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    image = {
+        "contiguous": base,
+        "row_strided": base[5:30, 7:50],  # OpenCV reads these rows as they are
+        "rows_reversed": base[::-1],  # negative row stride: NumPy's way
+        "columns_strided": base[:, ::2],  # pixels not adjacent: NumPy's way
+        "gray": base[:, :, :1],
+    }[view]
+    out = crop_mirror_normalize(
+        image,
+        mean=MEAN[: image.shape[2]],
+        std=STD[: image.shape[2]],
+        dtype=np.float16,
+        mirror=mirror,
+        output_layout=layout,
+    )
+    ref = _plain(np.ascontiguousarray(image), mirror, layout)
+    np.testing.assert_allclose(out.astype(np.float32), ref.astype(np.float32), atol=2e-3)
+
+
+def test_precomputed_gain_bias_gives_the_same_output() -> None:
+    rng = np.random.default_rng(4)
+    image = rng.integers(0, 256, (31, 29, 3), dtype=np.uint8)
+    plain = crop_mirror_normalize(image, mean=MEAN, std=STD, dtype=np.float16, mirror=True)
+    gain_bias = normalization(MEAN, STD, 1.0, 0.0, 3)
+    fast = crop_mirror_normalize(
+        image, mean=0.0, std=1.0, dtype=np.float16, mirror=True, gain_bias=gain_bias
+    )
+    np.testing.assert_array_equal(fast, plain)
+    with pytest.raises(ValueError, match="std must be finite and nonzero"):
+        normalization(MEAN, [1.0, 0.0, 1.0], 1.0, 0.0, 3)
+
+
+def _cmn_pipeline(images: list[np.ndarray], per_sample_mean: bool):
+    @pipeline_def(batch_size=len(images), num_threads=2, device_id=None, seed=7)
+    def pipe():
+        x = fn.external_source(source=lambda: images, layout="HWC")
+        mean = fn.random.uniform(range=(100.0, 120.0)) if per_sample_mean else 110.0
+        flip = fn.random.coin_flip()
+        out = fn.crop_mirror_normalize(
+            x, crop=(16, 20), mean=mean, std=50.0, dtype=types.FLOAT16, mirror=flip
+        )
+        return (out, flip, mean) if per_sample_mean else (out, flip)
+
+    return pipe()
+
+
+@pytest.mark.parametrize("per_sample_mean", [False, True])
+def test_operator_with_constant_and_per_sample_arguments(per_sample_mean: bool) -> None:
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 256, (24, 30, 3), dtype=np.uint8) for _ in range(6)]
+    p = _cmn_pipeline(images, per_sample_mean)
+    p.build()
+    out, flips, *means = p.run()
+    for i, image in enumerate(images):
+        mean = float(np.asarray(means[0].at(i))) if per_sample_mean else 110.0
+        ref = crop_mirror_normalize(
+            image,
+            crop=(16, 20),
+            mean=mean,
+            std=50.0,
+            dtype=np.float16,
+            mirror=bool(flips.at(i)),
+        )
+        np.testing.assert_array_equal(out.at(i), ref)
+    assert len({bool(flips.at(i)) for i in range(len(images))}) == 2  # both ways were taken
