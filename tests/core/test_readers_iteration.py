@@ -312,3 +312,10 @@ def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
     p.build()
     (out,) = p.run()
     assert [np.asarray(out.at(i)).tobytes() for i in range(len(paths))] == blobs
+
+
+def test_mapped_file_errors_name_the_file(tmp_path):
+    from chute.ops.readers.file import read_file
+
+    with pytest.raises(OSError, match="missing.jpg"):
+        read_file(str(tmp_path / "missing.jpg"), use_mmap=True)

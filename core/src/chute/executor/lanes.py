@@ -27,12 +27,13 @@ __all__ = [
     "set_current_lane",
 ]
 
-# Measured on an H200 (16 cores, ResNet-50 train, batch 256; bench/results/gpu_lanes_*):
-# 1 lane 8.9-10.5k img/s, 2 lanes 7.7-9.1k, 3 lanes 6.7-9.3k. Once host work per batch
-# is small, one lane already keeps the hardware decoder busy (the reader runs ahead
-# on its own thread) and more lanes only contend for the GIL and the decoder; so one
-# lane is the default until the decoders themselves scale.
-DEFAULT_GPU_LANES = 1
+# Measured on an H200 (16 cores, ResNet-50 train, batch 256, .tools/probe_pipe.py):
+# with decoding through nvImageCodec's C API (one GIL hand-off per batch, see
+# chute.gpu.codec_api) and one decoder shared by the lanes, 1 lane 7.9-8.4k img/s,
+# 2 lanes 10.3k, 3 lanes 9.2k: while one lane waits on the hardware decoder the other
+# parses headers and launches kernels. (Before, with nvImageCodec's Python binding and
+# a decoder per lane, 2 lanes were slower than 1.)
+DEFAULT_GPU_LANES = 2
 
 # Batch-level operators whose GPU/mixed backends may run for two batches at once:
 # no state between batches, every launch on the context's stream.

@@ -1,6 +1,6 @@
 """Batches on the GPU path: decoded images kept as the decoders made them, pooled decoders.
 
-:class:`DecodedImages` holds a decoded batch as nvImageCodec images (CuPy views are
+:class:`DecodedImages` holds a decoded batch as the decoder's images (CuPy views are
 made only for a user who asks for a sample), and the helpers here give the kernels a
 batch's samples and shapes without a view per sample: at 256 samples a batch,
 per-sample Python is what bounds the GPU path. ``decoders`` lends each batch being
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,14 +24,15 @@ __all__ = [
     "decoders",
     "dense_array",
     "raw_samples",
-    "recycle_when_dropped",
     "sample_shapes",
 ]
 
-# Measured on an H100 (bench/gpu_path.py): hardware decoder share of the GPU-decoded
-# samples; the rest go to nvJPEG's CUDA decoder. On an H200 with one compute lane,
-# 0.6-0.9 gave the same throughput (bench/results/gpu_lanes_2026-11-21.json).
-DEFAULT_HW_LOAD = 0.9
+# Hardware decoder share of the GPU-decoded samples; the rest go to nvJPEG's CUDA
+# decoder. On an H200 (2 lanes, .tools/probe_pipe.py) 1.0 gave 10.3k img/s and 0.9
+# 9.0k; the hardware group still falls back to the CUDA decoder for what the engines
+# reject (progressive JPEGs, ...). On an H100 last measured with the Python binding,
+# 0.76 was best; not re-measured with the C API.
+DEFAULT_HW_LOAD = 1.0
 # Further BatchDecoder settings for the mixed decoders (bench/gpu_path.py tunes them).
 DECODER_OPTIONS: dict[str, Any] = {}
 # Decoders per setting; batches decoded at once beyond this share them (see _DecoderPool).
@@ -107,7 +107,7 @@ def _decoded_images_class() -> type:
             x = super().at(i)
             if not isinstance(x, self._cp.ndarray):
                 with self._cp.cuda.Device(self.device_id), self.stream:
-                    x = self._cp.from_dlpack(x)
+                    x = self._cp.asarray(x)
                 x = x if x.ndim == 3 else x[..., None]
                 self._samples[i] = x
             return x
@@ -160,31 +160,6 @@ def decoded_images(images: list, shapes: np.ndarray, ctx: Any) -> Any:
     if not _decoded_images_type:
         _decoded_images_type.append(_decoded_images_class())
     return _decoded_images_type[0](images, shapes, ctx.stream, ctx.device_id)
-
-
-def recycle_when_dropped(batch: Any, decoder: Any, sources: list[str], stream: Any) -> None:
-    """When ``batch`` is dropped, give its decoder back the images nobody took a view of.
-
-    A sample wrapped by ``at()`` (for a user, a transfer, an operator that needs CuPy)
-    may live on outside the batch, so only never-wrapped images go back; they are
-    reused after the work already queued on ``stream`` (the batch's readers).
-    """
-    samples = batch._samples  # at() replaces an image here by its CuPy view
-    # the decoders' image type, taken before anything could be wrapped
-    gpu = [img for src, img in zip(sources, samples) if src in ("hw", "cuda")]
-    if not gpu:
-        return
-    image_type = type(gpu[0])
-
-    def release() -> None:
-        keep = [
-            (src, img)
-            for src, img in zip(sources, samples)
-            if src in ("hw", "cuda") and type(img) is image_type
-        ]
-        decoder.recycle(keep, stream)
-
-    weakref.finalize(batch, release).atexit = False
 
 
 def raw_samples(batch: Any) -> list:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu.codec_api import CodecDecoder, DeviceImage, StreamBatch, parse_batch
 from chute.gpu.runtime import nvimgcodec_module, require_gpu
 
 __all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
@@ -38,22 +39,20 @@ _OUTPUT_TYPES = ("RGB", "BGR", "GRAY")
 # that stream must outlive every image: each BatchDecoder decodes on a stream of its own
 # that is kept here for the life of the process, and the caller's stream waits on it.
 _DECODE_STREAMS: list[Any] = []
-# Recycled images a decoder group keeps (four batches of 256): bounds the memory they hold.
-_MAX_FREE_IMAGES = 1024
 
 
 @dataclass
 class ParsedBatch:
-    """Encoded samples with their parsed nvImageCodec code streams and image shapes."""
+    """Encoded samples with their parsed code streams and image shapes."""
 
     encoded: list[Any]
-    streams: list[Any]  # nvimgcodec.CodeStream, or None where the header did not parse
+    streams: StreamBatch  # handle 0 where the header did not parse
     shapes: np.ndarray  # (N, 2) int64 (height, width); 0 where unknown
     # filled when parse() was given ROIs, so that decode() finds the work done
     regions: list[Any] | None = None  # clipped (y0, x0, y1, x1) or None per sample
     windows: np.ndarray | None = None  # see DecodedBatch.windows
     errors: list[str | None] | None = None
-    sub_streams: list[Any] | None = None  # ROI code streams (or the whole stream)
+    sub_streams: StreamBatch | None = None  # ROI code streams (or the whole stream)
     rois: list[Any] | None = None  # as requested, (y, x, h, w) or None per sample
 
 
@@ -163,7 +162,7 @@ class BatchDecoder:
         options: str = "",
     ) -> None:
         self._cupy = require_gpu("BatchDecoder", codec=True, device_id=device_id)
-        nv = self._nv = nvimgcodec_module()
+        nvimgcodec_module()
         if not 0.0 <= cpu_share <= 1.0 or not 0.0 <= hw_decoder_load <= 1.0:
             raise ValueError("cpu_share and hw_decoder_load must be in [0, 1]")
         if cuda_backend not in ("gpu", "hybrid"):
@@ -178,43 +177,24 @@ class BatchDecoder:
         opts = " ".join(
             x for x in (":fancy_upsampling=1" if fancy_upsampling else "", options) if x
         )
-        kinds = nv.BackendKind
 
-        def make(backend_kinds: list[Any], threads: int) -> Any:
-            backends = [nv.Backend(k, load_hint=1.0) for k in backend_kinds]
-            return nv.Decoder(
-                device_id=device_id, max_num_cpu_threads=threads, backends=backends, options=opts
-            )
+        def make(backend_kinds: list[str], threads: int) -> CodecDecoder:
+            backends = [(k, 1.0) for k in backend_kinds]
+            return CodecDecoder(device_id, backends, threads, opts, host=backend_kinds == ["cpu"])
 
         # "hybrid": Huffman decoding on CPU threads, the rest on the GPU (what suits
         # ImageNet-sized images); "gpu": Huffman decoding on the GPU too
-        cuda = [kinds.GPU_ONLY, kinds.HYBRID_CPU_GPU]
+        cuda = ["gpu", "hybrid"]
         if cuda_backend == "hybrid":
             cuda.reverse()
         # group name -> (decoder, lock); a decoder object serves one call at a time
         self._groups: dict[str, tuple[Any, threading.Lock]] = {}
         if self.hw_decoder_load > 0:
-            self._groups["hw"] = (make([kinds.HW_GPU_ONLY, *cuda], num_threads), threading.Lock())
+            self._groups["hw"] = (make(["hw", *cuda], num_threads), threading.Lock())
         if self.hw_decoder_load < 1:
             self._groups["cuda"] = (make(cuda, num_threads), threading.Lock())
         if cpu_share > 0 and cpu_backend == "nvimgcodec":
-            self._groups["cpu"] = (make([kinds.CPU_ONLY], cpu_threads), threading.Lock())
-        self._params = {
-            "RGB": nv.DecodeParams(
-                color_spec=nv.ColorSpec.SRGB, sample_format=nv.SampleFormat.I_RGB
-            ),
-            "BGR": nv.DecodeParams(
-                color_spec=nv.ColorSpec.SRGB, sample_format=nv.SampleFormat.I_BGR
-            ),
-            "GRAY": nv.DecodeParams(
-                color_spec=nv.ColorSpec.GRAY, sample_format=nv.SampleFormat.I_Y
-            ),
-        }
-        # Images of dropped batches, per group, each with the event after which nothing
-        # reads it: decoding into them saves an allocation per image (H200, hardware
-        # decoder alone, batch 256: 19.6k img/s with new images, 22.9k reusing them).
-        self._free: dict[str, list[tuple[Any, Any]]] = {name: [] for name in self._groups}
-        self._free_lock = threading.Lock()
+            self._groups["cpu"] = (make(["cpu"], cpu_threads), threading.Lock())
         workers = (
             cpu_threads or (os.cpu_count() or 4) if cpu_share > 0 and cpu_backend == "opencv" else 2
         )
@@ -243,16 +223,10 @@ class BatchDecoder:
         With ``rois``, also clip them to the images and prepare the ROI code streams, so
         that this host work can run on another thread than :meth:`decode`.
         """
-        streams: list[Any] = []
-        shapes = np.zeros((len(encoded), 2), np.int64)
-        for i, data in enumerate(encoded):
-            try:
-                cs = self._nv.CodeStream(data)
-                shapes[i] = cs.height, cs.width
-            except Exception:
-                cs = None
-                shapes[i] = _shape_from_pil(data)
-            streams.append(cs)
+        streams = parse_batch(encoded)
+        shapes = streams.shapes.copy()
+        for i in np.flatnonzero(streams.handles == 0).tolist():
+            shapes[i] = _shape_from_pil(encoded[i])
         parsed = ParsedBatch(list(encoded), streams, shapes)
         if rois is not None:
             self.prepare(parsed, rois)
@@ -269,7 +243,6 @@ class BatchDecoder:
             raise ValueError(f"got {len(rois)} ROIs for {n} samples")
         errors: list[str | None] = [None] * n
         windows = np.zeros((n, 4), np.float32)
-        region_type = self._nv.Region
         if rois is not None and n and all(r is not None for r in rois):
             regions = self._clip_all(parsed.shapes, rois, windows, errors)
         else:
@@ -286,12 +259,7 @@ class BatchDecoder:
                 if region is not None:
                     ry, rx, rh, rw = (float(v) for v in roi)
                     windows[i] = (ry - region[0], rx - region[1], rh, rw)
-        subs = [
-            cs.get_sub_code_stream(region=region_type(*region))
-            if cs is not None and region is not None
-            else cs
-            for cs, region in zip(parsed.streams, regions)
-        ]
+        subs = parsed.streams.sub_streams(regions)
         parsed.rois = None if rois is None else list(rois)
         parsed.regions, parsed.windows, parsed.errors, parsed.sub_streams = (
             regions,
@@ -338,8 +306,8 @@ class BatchDecoder:
     ) -> DecodedBatch:
         """Decode a batch (encoded bytes or a ParsedBatch), each sample cropped to its ROI.
 
-        With ``as_cupy=False`` the GPU-decoded images stay nvImageCodec images (device
-        memory with ``__cuda_array_interface__``), which the kernels in
+        With ``as_cupy=False`` the GPU-decoded images stay :class:`DeviceImage` views of
+        the batch's buffer (``__cuda_array_interface__``), which the kernels in
         :mod:`chute.gpu.kernels` take as they are: this saves ~15 us per sample.
         With ``on_stream=True`` the decoders work on ``stream`` itself instead of this
         decoder's own stream (no event hand-off; two decoders given two streams overlap);
@@ -360,12 +328,9 @@ class BatchDecoder:
             result = DecodedBatch([None] * n, list(parsed.errors), parsed.windows.copy(), [""] * n)
             shapes = result.shapes = np.zeros((n, 3), np.int64)
 
-            todo = [
-                i for i in range(n) if result.errors[i] is None and parsed.streams[i] is not None
-            ]
-            fallback = [
-                i for i in range(n) if result.errors[i] is None and parsed.streams[i] is None
-            ]
+            parsed_ok = (parsed.streams.handles != 0).tolist()
+            todo = [i for i in range(n) if result.errors[i] is None and parsed_ok[i]]
+            fallback = [i for i in range(n) if result.errors[i] is None and not parsed_ok[i]]
             counts = self.split(len(todo))
             groups = {"cpu": todo[: counts["cpu"]]}
             groups["hw"] = todo[counts["cpu"] : counts["cpu"] + counts["hw"]]
@@ -393,22 +358,15 @@ class BatchDecoder:
                 done += [(name, job.result()) for name, job in jobs]
             finally:
                 wait([job for _, job in jobs])  # never leave a decoder busy behind an error
-            device_kind = self._nv.ImageBufferKind.STRIDED_DEVICE
-            for name, decoded in done:
-                on_host = name == "cpu"  # the GPU groups' backends all write device memory
+            for name, (decoded, keep) in done:
+                result.keepalive.extend(keep)
                 for i, img in decoded:
                     if img is None:
                         fallback.append(i)
                         continue
-                    if on_host and img.buffer_kind != device_kind:
-                        # CPU decoders hand back host images: copy on our stream
-                        img = img.cuda(synchronize=False, cuda_stream=stream.ptr)
-                    shape = tuple(img.shape)
-                    shapes[i] = shape if len(shape) == 3 else (*shape, 1)
+                    shapes[i] = img.shape
                     if as_cupy:
-                        with stream:
-                            img = cupy.from_dlpack(img)
-                        img = img if img.ndim == 3 else img[..., None]
+                        img = cupy.asarray(img)
                     result.images[i] = img
                     result.sources[i] = name
                     if name == "hw" and not self.hw_roi and regions[i] is not None:
@@ -448,60 +406,40 @@ class BatchDecoder:
         regions: list[Any],
         out_type: str,
         stream: Any,
-    ) -> list[tuple[int, Any]]:
-        """Decode samples ``idx`` with the group's nvImageCodec decoder; None where rejected."""
+    ) -> tuple[list[tuple[int, Any]], list[Any]]:
+        """Decode samples ``idx`` with the group's decoder into one buffer; None where rejected.
+
+        Returns the (index, image) pairs and what must live as long as the images' use on
+        ``stream``: the CPU group decodes into pinned memory, uploaded in one copy.
+        """
         decoder, lock = self._groups[name]
         whole = name == "hw" and not self.hw_roi
-        srcs = [parsed.streams[i] if whole else parsed.sub_streams[i] for i in idx]
-        params = self._params[out_type]
-        reuse = self._take_free(name, len(srcs), stream)
-        with lock:
-            try:
-                if reuse is None:
-                    images = decoder.decode(srcs, params=params, cuda_stream=stream.ptr)
-                else:
-                    images = decoder.decode(
-                        srcs, params=params, cuda_stream=stream.ptr, images=reuse
-                    )
-            except Exception:
-                # one bad stream can fail the whole call: retry one by one to isolate it
-                images = []
-                for src in srcs:
-                    try:
-                        images.append(decoder.decode(src, params=params, cuda_stream=stream.ptr))
-                    except Exception:
-                        images.append(None)
-        return list(zip(idx, images))
-
-    def _take_free(self, name: str, n: int, stream: Any) -> list[Any] | None:
-        """``n`` recycled images of group ``name`` ready for ``stream`` to decode into, or None."""
-        with self._free_lock:
-            free = self._free.get(name)
-            if free is None or n == 0 or len(free) < n:
-                return None
-            taken = free[-n:]
-            del free[-n:]
-        for event in {id(e): e for _, e in taken}.values():
-            stream.wait_event(event)
-        return [img for img, _ in taken]
-
-    def recycle(self, images: list[tuple[str, Any]], stream: Any) -> None:
-        """Take back (group, image) pairs that nothing reads after the work queued on ``stream``.
-
-        Only images :meth:`decode` returned with ``as_cupy=False`` and of which nobody
-        holds a view: later batches decode into their memory.
-        """
-        if not images:
-            return
+        streams = parsed.streams if whole else parsed.sub_streams
         cupy = self._cupy
-        with cupy.cuda.Device(self.device_id):
-            event = cupy.cuda.Event(disable_timing=True)
-            event.record(stream)
-        with self._free_lock:
-            for name, img in images:
-                free = self._free.get(name)
-                if free is not None and len(free) < _MAX_FREE_IMAGES:
-                    free.append((img, event))
+        on_host = name == "cpu"
+
+        def allocate(nbytes: int) -> Any:
+            if on_host:
+                import cupyx
+
+                return cupyx.empty_pinned(nbytes, np.uint8)
+            with cupy.cuda.Device(self.device_id), stream:
+                return cupy.empty(nbytes, np.uint8)
+
+        with lock:
+            images, buffer = decoder.decode(streams, idx, out_type, allocate, stream.ptr)
+        keep: list[Any] = []
+        if on_host and buffer is not None:
+            with cupy.cuda.Device(self.device_id):
+                device = cupy.empty(buffer.shape, np.uint8)
+                device.set(buffer, stream=stream)
+            shift = device.data.ptr - buffer.ctypes.data
+            images = [
+                None if img is None else DeviceImage(device, img.ptr + shift, img.shape)
+                for img in images
+            ]
+            keep.append(buffer)  # pinned memory read by the copy
+        return list(zip(idx, images)), keep
 
     def _submit_cpu(self, data: Any, region: Any, out_type: str, stream: Any) -> Future:
         roi = (

@@ -23,7 +23,6 @@ from chute.gpu.batches import (
     decoded_images,
     dense_array,
     raw_samples,
-    recycle_when_dropped,
     sample_shapes,
 )
 from chute.gpu.batches import decoders as _decoders
@@ -65,7 +64,6 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
             raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")
     batch = decoded_images(result.images, result.shapes, ctx)
     batch.keepalive = result  # host staging buffers live until the stream has used them
-    recycle_when_dropped(batch, decoder, result.sources, ctx.stream)
     return batch
 
 
