@@ -150,8 +150,10 @@ def test_a_whole_jpeg_is_decoded_straight_into_its_output(monkeypatch):
         return result
 
     monkeypatch.setattr(decoder, "decode", spy)
-    image = decode(JPEGS[4])
-    assert np.shares_memory(image, outputs[-1])  # not copied once more
-    region = decode(JPEGS[4], roi=(3, 5, 40, 50))
-    assert not np.shares_memory(region, outputs[-1])  # the scratch buffer is copied out
-    assert region.flags.c_contiguous and image.flags.c_contiguous
+    for h, w in [(75, 75), (180, 160)]:  # small, and large enough for the output pool
+        data = encode(photo(h, w, seed=h), "JPEG", quality=90)
+        image = decode(data)
+        assert np.shares_memory(image, outputs[-1])  # not copied once more
+        region = decode(data, roi=(3, 5, 40, 50))
+        assert not np.shares_memory(region, outputs[-1])  # the scratch buffer is copied out
+        assert region.flags.c_contiguous and image.flags.c_contiguous

@@ -37,7 +37,7 @@ import cv2
 import numpy as np
 import simplejpeg
 
-from chute.ops.decoders import turbo
+from chute.ops.decoders import output_pool, turbo
 from chute.ops.decoders.image_headers import (
     DecodeError,
     EncodedImage,
@@ -219,6 +219,7 @@ def _decode(
     buf = as_buffer(data)
     fmt = _detect(buf)
     origin = (0, 0)  # where `native` starts in the (scaled) source image
+    own = False  # `native` is a fresh array of its own (not a scratch buffer or a view)
     if fmt == "jpeg":
         height, width, colorspace, header = _jpeg_header(buf)
         check_pixels(height, width, max_pixels)
@@ -229,7 +230,7 @@ def _decode(
             native, layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
             plan = _Plan(plan.source_rect, 8)
         else:
-            native, layout, plan, origin = _decode_jpeg(
+            native, layout, plan, origin, own = _decode_jpeg(
                 buf, height, width, colorspace, out_type, plan, header
             )
     else:
@@ -247,11 +248,20 @@ def _decode(
     # What still lies in `native` is copied out (it may be the decoder's reusable scratch
     # buffer, and a region must not keep a whole image alive), unless it is all of an
     # array of its own: a whole JPEG decoded straight into its output.
-    if np.may_share_memory(image, native) and (
-        native.base is not None or image.nbytes != native.nbytes
-    ):
-        image = image.copy()
+    if np.may_share_memory(image, native):
+        whole = own and image.nbytes == native.nbytes
+        if not (whole and image.flags.c_contiguous):
+            image = _copy_out(image)
+    elif not image.flags.c_contiguous:
+        image = _copy_out(image)
     return image, plan.numerator, window
+
+
+def _copy_out(image: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy in recycled memory (output_pool: no page faults to fill it)."""
+    out = output_pool.empty(image.shape, image.dtype)
+    np.copyto(out, image)
+    return out
 
 
 def _detect(buf: memoryview) -> str:
@@ -345,8 +355,11 @@ def _decode_jpeg(
     out_type: str,
     plan: _Plan,
     header: turbo.JpegHeader | None = None,
-) -> tuple[np.ndarray, str, _Plan, tuple[int, int]]:
-    """Decode the plan's rect (or more) of a JPEG: (pixels, layout, plan, origin of pixels)."""
+) -> tuple[np.ndarray, str, _Plan, tuple[int, int], bool]:
+    """Decode the plan's rect (or more) of a JPEG.
+
+    Returns (pixels, layout, plan, origin of pixels, whether pixels is an array of its own).
+    """
     # Let libjpeg-turbo produce the output colour order directly when it can.
     if out_type == "GRAY" or (out_type == "ANY_DATA" and colorspace == "Gray"):
         target, layout = "GRAY", "L"
@@ -357,7 +370,7 @@ def _decode_jpeg(
     decoder = turbo.load()
     if decoder is None:
         native, numerator = _decode_simplejpeg(buf, height, width, target, plan.numerator)
-        return native, layout, _Plan(plan.source_rect, numerator), (0, 0)
+        return native, layout, _Plan(plan.source_rect, numerator), (0, 0), True
     rect = _scaled_rect(plan.source_rect, plan.numerator)
     m = plan.numerator
     whole = rect == (0, 0, -(-height * m // 8), -(-width * m // 8))
@@ -369,7 +382,7 @@ def _decode_jpeg(
         )
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
-    return native, layout, plan, (y, x)
+    return native, layout, plan, (y, x), whole
 
 
 def _decode_simplejpeg(
@@ -453,7 +466,7 @@ def _to_rgb(image: np.ndarray, layout: str) -> np.ndarray:
 
 def _convert_dtype(image: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     if image.dtype == out_dtype:
-        return np.ascontiguousarray(image)
+        return image  # made contiguous by the copy out of the decoder's memory
     if image.dtype == np.uint8:
         if out_dtype == np.uint16:
             return np.multiply(image, 257, dtype=np.uint16)

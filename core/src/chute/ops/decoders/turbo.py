@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from chute.ops.decoders import output_pool
+
 __all__ = ["JpegHeader", "TurboJPEG", "load"]
 
 # TurboJPEG 3 constants (turbojpeg.h).
@@ -117,6 +119,20 @@ class TurboJPEG:
         lib.tj3Decompress8.argtypes = [vp, vp, sz, vp, i, i]
         lib.tj3GetErrorStr.restype = ctypes.c_char_p
         lib.tj3GetErrorStr.argtypes = [vp]
+        # Every call but the decode itself takes well under a microsecond: those keep the
+        # GIL (PyDLL). Releasing it for each would let another thread take it, and this
+        # one wait for it back, several times per image.
+        quick = ctypes.PyDLL(path)
+        for name in (
+            "tj3Get",
+            "tj3Set",
+            "tj3DecompressHeader",
+            "tj3SetScalingFactor",
+            "tj3SetCroppingRegion",
+        ):
+            function = getattr(quick, name)
+            function.argtypes = getattr(lib, name).argtypes
+            setattr(lib, name, function)
         self.lib = lib
         self.path = path
         self._local = threading.local()
@@ -209,9 +225,9 @@ class TurboJPEG:
         if lib.tj3SetCroppingRegion(handle.ptr, region) != 0:
             raise ValueError(self._error(handle))
         channels = _CHANNELS[pixel_format]
-        out = handle.scratch((y1 - y0, x1 - x0, channels)) if scratch else None
-        if out is None:
-            out = np.empty((y1 - y0, x1 - x0, channels), np.uint8)
+        shape = (y1 - y0, x1 - x0, channels)
+        # a whole image decodes into its output: recycled memory, no page faults
+        out = handle.scratch(shape) if scratch else output_pool.empty(shape, np.uint8)
         # the handle's header state is spent by the decode: the next one reads it again
         handle.header = None
         status = lib.tj3Decompress8(

@@ -1,0 +1,83 @@
+"""output_pool: decoded images reuse memory only once nothing refers to it any more."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from _decoder_samples import encode, photo
+
+from chute.ops.decoders import output_pool
+from chute.ops.decoders.image_codec import decode
+
+BIG = (300, 400, 3)  # 360 KB: pooled
+
+
+def _block(array):
+    return array.base if array.base is not None else array
+
+
+def _in_new_thread(function):
+    """Run `function` where the thread's pool starts empty; return its result."""
+    result = []
+    thread = threading.Thread(target=lambda: result.append(function()))
+    thread.start()
+    thread.join()
+    return result[0]
+
+
+def test_a_dropped_array_gives_its_block_to_the_next_one():
+    def run():
+        first = output_pool.empty(BIG, np.uint8)
+        block_id = id(_block(first))
+        del first
+        second = output_pool.empty((290, 410, 3), np.uint8)  # same size class
+        kept = output_pool.empty((290, 410, 3), np.uint8)  # the first is in use: a new block
+        return block_id, id(_block(second)), id(_block(kept)), second
+
+    block_id, second_id, kept_id, second = _in_new_thread(run)
+    assert second_id == block_id and kept_id != block_id
+    assert second.shape == (290, 410, 3) and second.flags.c_contiguous
+
+
+@pytest.mark.parametrize("keep", ["array", "view", "memoryview"])
+def test_a_block_in_use_is_never_handed_out_again(keep):
+    first = output_pool.empty(BIG, np.uint8)
+    first[...] = 7
+    holder = {"array": first, "view": first[10:20, ::2], "memoryview": memoryview(first)}[keep]
+    del first
+    others = [output_pool.empty(BIG, np.uint8) for _ in range(5)]
+    for other in others:
+        other[...] = 1
+    assert np.all(np.asarray(holder) == 7)
+    del holder
+
+
+def test_dtypes_shapes_and_small_arrays():
+    image = output_pool.empty((200, 300, 3), np.float32)
+    assert image.dtype == np.float32 and image.shape == (200, 300, 3)
+    assert image.ctypes.data % 16 == 0
+    small = output_pool.empty((10, 10, 3), np.uint8)
+    assert small.base is None  # below MIN_POOLED_BYTES: plain allocation
+
+
+def test_the_pool_keeps_a_bounded_number_of_blocks():
+    held = [output_pool.empty(BIG, np.uint8) for _ in range(output_pool.MAX_BLOCKS_PER_CLASS + 10)]
+    blocks = {id(_block(a)) for a in held}
+    assert len(blocks) == len(held)  # all in use: all distinct
+    del held
+    classes = output_pool._local.classes
+    assert all(len(q) <= output_pool.MAX_BLOCKS_PER_CLASS for q in classes.values())
+
+
+def test_decoded_crops_stay_intact_while_later_images_decode():
+    data = [encode(photo(240, 320, seed=s), "JPEG", quality=90) for s in range(3)]
+    kept = [decode(d, roi=(5, 7, 230, 300)) for d in data]
+    reference = [k.copy() for k in kept]
+    for _ in range(4):
+        for d in data:
+            decode(d, roi=(0, 0, 220, 310))
+            decode(d)
+    for k, r in zip(kept, reference):
+        np.testing.assert_array_equal(k, r)
