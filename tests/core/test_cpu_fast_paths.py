@@ -93,3 +93,59 @@ def test_operator_with_constant_and_per_sample_arguments(per_sample_mean: bool) 
         )
         np.testing.assert_array_equal(out.at(i), ref)
     assert len({bool(flips.at(i)) for i in range(len(images))}) == 2  # both ways were taken
+
+
+def _dense_pipeline(images: list[np.ndarray], ragged: bool = False, **kw: object):
+    @pipeline_def(batch_size=len(images), num_threads=2, device_id=None, seed=3, **kw)
+    def pipe():
+        x = fn.external_source(source=lambda: images, layout="HWC")
+        out = fn.crop_mirror_normalize(
+            x,
+            crop_h=fn.random.uniform(range=(10.0, 20.0)) if ragged else 16.0,
+            crop_w=20.0,
+            mean=MEAN,
+            std=STD,
+            dtype=types.FLOAT16,
+            mirror=fn.random.coin_flip(),
+        )
+        return out, fn.random.coin_flip()
+
+    return pipe()
+
+
+def test_output_batch_is_written_in_place_as_one_array() -> None:
+    rng = np.random.default_rng(6)
+    images = [rng.integers(0, 256, (24 + i, 30, 3), dtype=np.uint8) for i in range(5)]
+    p = _dense_pipeline(images)
+    p.build()
+    (first, _), (second, _) = p.run(), p.run()
+    assert first._dense is not None and first._dense.shape == (5, 3, 16, 20)
+    assert not np.shares_memory(first.as_array(), second.as_array())  # fresh every batch
+    ragged = _dense_pipeline(images, ragged=True)
+    ragged.build()
+    (samples, _) = ragged.run()
+    assert samples._dense is None  # per-sample sizes: the sample list, as before
+    for i, image in enumerate(images):
+        ref = crop_mirror_normalize(
+            image,
+            crop_h=16.0,
+            crop_w=20.0,
+            mean=MEAN,
+            std=STD,
+            dtype=np.float16,
+            mirror=False,
+        )
+        got = first.at(i)
+        assert np.array_equal(got, ref) or np.array_equal(got, ref[:, :, ::-1])
+
+
+def test_output_batch_with_a_replaced_sample_falls_back_to_samples() -> None:
+    rng = np.random.default_rng(7)
+    images = [rng.integers(0, 256, (24, 30, 3), dtype=np.uint8) for _ in range(4)]
+    images[2] = images[2][:10]  # too small for the 16-row crop: this sample fails
+    p = _dense_pipeline(images, on_error="skip")
+    p.build()
+    out, _ = p.run()
+    assert out._dense is None
+    assert len(out) == 4 and all(out.at(i).shape == (3, 16, 20) for i in range(4))
+    assert len(p.errors()) == 1

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
 
+import numpy as np
+
 from chute.executor.batched import batched_values, supports_batched
 from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
+from chute.executor.dense import BatchSlots, SlotContext
 from chute.executor.lanes import NoLock, Sequencer, current_lane, lane_count, set_current_lane
 from chute.executor.plan import Plan, Step
 from chute.executor.skips import replace_bad_samples
@@ -84,6 +87,17 @@ class Executor:
 
             self.gpu = GPUContext(pipeline.device_id)
         self.lanes = lane_count(plan, pipeline)
+        # CPU nodes whose only output is a pipeline output and that can write into a
+        # dense batch array (see dense.py)
+        output_nodes = {o.producer.id for o in plan.outputs}
+        self._slot_nodes = {
+            n.id
+            for n in plan.nodes
+            if n.id in output_nodes
+            and n.device == "cpu"
+            and len(n.outputs) == 1
+            and getattr(n.op, "writes_batch_slots", False)
+        }
         # counters and per-node statistics that lanes share
         self._lanes_lock = threading.Lock() if self.lanes > 1 else NoLock()
         self._threads: list[threading.Thread] = []
@@ -152,30 +166,35 @@ class Executor:
     # ---- compute stage ---------------------------------------------------------------------
     def compute(self, batch: SourceBatch) -> list[Any]:
         values = dict(batch.values)
+        dense: dict[int, np.ndarray] = {}  # node id -> its output as one batch array
         with self._lanes_lock:
             self.samples_seen += sum(1 for m in batch.meta if m.get("real", True))
         for step in self.plan.steps:
             if step.kind == "segment":
-                self._run_segment(step, values, batch)
+                self._run_segment(step, values, batch, dense)
             else:
                 self._run_batch_step(step.nodes[0], values, batch)
-        outputs = [self._output(o, values, batch) for o in self.plan.outputs]
+        outputs = [self._output(o, values, batch, dense) for o in self.plan.outputs]
         batch.values = {}  # the encoded inputs are not needed any more
         return outputs
 
-    def _output(self, out: DataNode, values: dict, batch: SourceBatch) -> Any:
+    def _output(self, out: DataNode, values: dict, batch: SourceBatch, dense: dict) -> Any:
         value = values[(out.producer.id, out.index)]
         if isinstance(value, list):
             layout = self.plan.spec(out).layout or ""
-            return TensorListCPU(value, layout, meta=batch.meta)
+            array = dense.get(out.producer.id)
+            return TensorListCPU(value if array is None else array, layout, meta=batch.meta)
         return value
 
-    def _run_segment(self, step: Step, values: dict, batch: SourceBatch) -> None:
+    def _run_segment(
+        self, step: Step, values: dict, batch: SourceBatch, dense: dict | None = None
+    ) -> None:
         n = batch.size
         nodes = step.nodes
         for node in nodes:
             for i in range(len(node.outputs)):
                 values[(node.id, i)] = [None] * n
+        slots = {node.id: BatchSlots(n) for node in nodes if node.id in self._slot_nodes and n}
         # random sources with constant arguments: drawn for the whole batch at once
         batched = [node for node in nodes if supports_batched(node)] if n else []
         for node in batched:
@@ -198,6 +217,7 @@ class Executor:
                 node.args.get("seed", self.seed),
                 self.node_state.get(node.id),
                 node.schema.maskable,
+                slots.get(node.id),
             )
             for node in nodes
         ]
@@ -211,10 +231,12 @@ class Executor:
                 return
             acc = thread_stats()  # this worker's own counters: no lock per sample
             start = perf_counter_ns()  # one clock read per node: each node's end starts the next
-            for node, ins, arg_ins, outs, seed, state, maskable in plans:
+            for node, ins, arg_ins, outs, seed, state, maskable, node_slots in plans:
                 current[i] = node
                 try:
-                    self._run_sample(node, ins, arg_ins, outs, seed, state, maskable, batch, i)
+                    self._run_sample(
+                        node, ins, arg_ins, outs, seed, state, maskable, batch, i, node_slots
+                    )
                 except Exception as exc:
                     if (node.args.get("on_error") or self.on_error) == "raise":
                         raise
@@ -239,23 +261,35 @@ class Executor:
             raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
         if bad:
             replace_bad_samples(self, batch, values, bad, self._fillers.get(id(step)))
+        for node_id, node_slots in slots.items():
+            array = node_slots.dense(values[(node_id, 0)])
+            if array is not None and dense is not None:
+                dense[node_id] = array
         with self._lanes_lock:
             for node in step.nodes:
                 self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
         if n:
+            # copies of samples in a batch array: a view would keep the whole batch alive
             self._fillers[id(step)] = (
-                {k: v[0] for k, v in values.items() if isinstance(v, list) and len(v) == n},
+                {
+                    k: v[0].copy() if k[0] in slots else v[0]
+                    for k, v in values.items()
+                    if isinstance(v, list) and len(v) == n
+                },
                 batch.meta[0],
             )
 
-    def _run_sample(self, node, ins, arg_ins, outs, seed, state, maskable, batch, i) -> None:
+    def _run_sample(
+        self, node, ins, arg_ins, outs, seed, state, maskable, batch, i, slots=None
+    ) -> None:
         """Run one node on sample ``i`` and store its outputs."""
         args = ArgView(node.schema, node.args, {k: v[i] for k, v in arg_ins.items()})
         inputs = tuple(v[i] for v in ins)
         if maskable and not args["mask"]:
             result: Any = inputs[0]
         else:
-            ctx = SampleContext(node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i])
+            where = (node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i])
+            ctx = SampleContext(*where) if slots is None else SlotContext(*where, slots=slots)
             result = node.op.run_sample(inputs, args, ctx)
         if len(outs) == 1:
             outs[0][i] = result

@@ -15,7 +15,12 @@ from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import ArgView, Operator
-from chute.ops.image.cmn_kernels import crop_mirror_normalize, normalization
+from chute.ops.image.cmn_kernels import (
+    crop_mirror_normalize,
+    crop_window,
+    normalization,
+    output_shape,
+)
 from chute.ops.image.convert_kernels import convert_saturate
 from chute.ops.image.filter_kernels import BORDER_MODES, gaussian_blur
 from chute.ops.image.normalize_kernels import (
@@ -270,6 +275,9 @@ class CropMirrorNormalize(Operator):
             raise ValueError(f"expected HWC input, got layout {spec.layout!r}")
         return [Spec(node.arg("dtype"), 3, node.arg("output_layout"))]
 
+    # a pipeline output written straight into its batch array (chute.executor.dense)
+    writes_batch_slots = True
+
     def setup(self, node: OpNode) -> _CmnState:
         return _CmnState(node)
 
@@ -281,10 +289,17 @@ class CropMirrorNormalize(Operator):
         if "mirror" in kwargs:
             kwargs["mirror"] = bool(kwargs["mirror"])
         image = inputs[0]
-        gain_bias = None
-        if state.fixed_normalization and image.ndim in (2, 3):
-            gain_bias = state.gain_bias(image.shape[2] if image.ndim == 3 else 1)
-        return crop_mirror_normalize(image, gain_bias=gain_bias, **kwargs)
+        gain_bias = out = None
+        if image.ndim in (2, 3):
+            channels = image.shape[2] if image.ndim == 3 else 1
+            if state.fixed_normalization:
+                gain_bias = state.gain_bias(channels)
+            output_slot = getattr(ctx, "output_slot", None)  # see chute.executor.dense
+            if output_slot is not None and kwargs["out_of_bounds_policy"] != "trim_to_shape":
+                out = output_slot(
+                    _cmn_output_shape(image.shape[:2], channels, kwargs), kwargs["dtype"]
+                )
+        return crop_mirror_normalize(image, gain_bias=gain_bias, out=out, **kwargs)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
@@ -311,6 +326,14 @@ _CMN_ARGS = (
     "rounding",
 )
 _NORMALIZATION_ARGS = ("mean", "std", "scale", "shift")
+
+
+def _cmn_output_shape(image_hw: tuple[int, int], channels: int, kwargs: dict) -> tuple:
+    """The output shape crop_mirror_normalize will produce (windows are not trimmed)."""
+    crop = kwargs["crop"]
+    crop_h, crop_w = (float(v) for v in crop) if crop is not None else (0, 0)
+    window = crop_window(image_hw, crop_h or kwargs["crop_h"], crop_w or kwargs["crop_w"])
+    return output_shape(window.shape, channels, kwargs["output_layout"], kwargs["pad_output"])
 
 
 class _CmnState:
