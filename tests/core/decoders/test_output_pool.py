@@ -63,12 +63,28 @@ def test_dtypes_shapes_and_small_arrays():
 
 
 def test_the_pool_keeps_a_bounded_number_of_blocks():
-    held = [output_pool.empty(BIG, np.uint8) for _ in range(output_pool.MAX_BLOCKS_PER_CLASS + 10)]
-    blocks = {id(_block(a)) for a in held}
-    assert len(blocks) == len(held)  # all in use: all distinct
-    del held
-    classes = output_pool._local.classes
-    assert all(len(q) <= output_pool.MAX_BLOCKS_PER_CLASS for q in classes.values())
+    def run():
+        held = [
+            output_pool.empty(BIG, np.uint8) for _ in range(output_pool.MAX_BLOCKS_PER_CLASS + 9)
+        ]
+        assert len({id(_block(a)) for a in held}) == len(held)  # all in use: all distinct
+        return [len(q) for q in output_pool._local.classes.values()]
+
+    assert _in_new_thread(run) == [output_pool.MAX_BLOCKS_PER_CLASS]
+
+
+def test_the_pool_keeps_a_bounded_number_of_bytes(monkeypatch):
+    monkeypatch.setattr(output_pool, "MAX_BYTES_PER_THREAD", 3 * 2**20)
+
+    def run():
+        held = [output_pool.empty(BIG, np.uint8) for _ in range(12)]  # ~4.3 MB
+        held += [output_pool.empty((1000, 1000, 3), np.uint8) for _ in range(3)]  # 3 MB each
+        kept = sum(q[0].size * len(q) for q in output_pool._local.classes.values() if q)
+        return kept, output_pool._local.held, held
+
+    kept, held_bytes, arrays = _in_new_thread(run)
+    assert kept == held_bytes <= 3 * 2**20
+    assert all(a.flags.c_contiguous for a in arrays)
 
 
 def test_decoded_crops_stay_intact_while_later_images_decode():

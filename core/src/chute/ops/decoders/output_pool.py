@@ -27,6 +27,9 @@ _CLASSES_PER_DOUBLING = 4
 # Blocks kept per size class and thread: more than a few batches of prefetched and
 # user-held images ever ask for (the oldest block is let go beyond it).
 MAX_BLOCKS_PER_CLASS = 64
+# Bytes a thread keeps in all: past it, the class's oldest block is let go, or the new
+# one is not kept (huge images then cost their page faults, a small part of their decode).
+MAX_BYTES_PER_THREAD = 256 * 1024 * 1024
 
 _local = threading.local()
 
@@ -50,6 +53,7 @@ def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     classes = getattr(_local, "classes", None)
     if classes is None:
         classes = _local.classes = {}
+        _local.held = 0
     size_class = _size_class(nbytes)
     blocks = classes.get(size_class)
     if blocks is None:
@@ -64,8 +68,14 @@ def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
             blocks.rotate(-1)
         del oldest
     if block is None:
-        block = np.empty(_capacity(size_class), np.uint8)
-        blocks.append(block)
-        if len(blocks) > MAX_BLOCKS_PER_CLASS:
-            blocks.popleft()
+        capacity = _capacity(size_class)
+        block = np.empty(capacity, np.uint8)
+        if blocks and (
+            len(blocks) >= MAX_BLOCKS_PER_CLASS or _local.held + capacity > MAX_BYTES_PER_THREAD
+        ):
+            blocks.popleft()  # in use still: it is freed when its user drops it
+            _local.held -= capacity
+        if _local.held + capacity <= MAX_BYTES_PER_THREAD:
+            blocks.append(block)
+            _local.held += capacity
     return block[:nbytes].view(dtype).reshape(shape)
