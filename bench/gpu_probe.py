@@ -1,0 +1,117 @@
+"""chute's GPU train pipeline under several decoder, lane and reader settings (GPU machine).
+
+    python bench/gpu_probe.py DATA_DIR OUT.json LANES,HW_LOAD,HW_ROI,MAX_DECODERS,MODE ...
+
+MODE: mmap (readers.file default), read (no mmap), ext (encoded bytes cached in memory
+after their first read: the ceiling the reader allows), poolNr / poolNm (files read by
+N threads, read or mapped). Prints img/s (best of 3 x 16 batches) and per-operator ms.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import cupy
+
+import chute.executor.lanes as lanes
+import chute.gpu.batches as gpu_batches
+import chute.ops.readers.file as file_reader
+from chute import Iterator, LastBatchPolicy
+from chute.benchmark.pipelines import train_pipeline
+
+REAL_READ = file_reader.FileSource.read
+REAL_NEXT = file_reader.FileSource.next_batch
+_cache: dict[str, object] = {}
+
+
+def cached_read(self, path):
+    if path not in _cache:
+        _cache[path] = REAL_READ(self, path).copy()
+    return _cache[path]
+
+
+def plain_read(self, path):
+    return file_reader.read_file(path, False)
+
+
+def pooled_reader(threads: int, use_mmap: bool):
+    pool = ThreadPoolExecutor(threads)
+
+    def next_batch(self, batch_size, epoch, iteration):
+        slots, meta = self.take_batch(lambda i: self.files[i])
+        paths = [self.files[s.index] for s in slots]
+        step = -(-len(paths) // threads)
+        chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
+        parts = pool.map(lambda c: [file_reader.read_file(p, use_mmap) for p in c], chunks)
+        data = [x for part in parts for x in part]
+        labels = [self.labels[s.index : s.index + 1].copy() for s in slots]
+        return [data, labels], meta
+
+    return next_batch
+
+
+def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str) -> None:
+    lanes.DEFAULT_GPU_LANES = int(lane)
+    gpu_batches.DEFAULT_HW_LOAD = float(load)
+    gpu_batches.DECODER_OPTIONS.clear()
+    gpu_batches.DECODER_OPTIONS["hw_roi"] = roi == "1"
+    gpu_batches.MAX_DECODERS = int(max_decoders)
+    file_reader.FileSource.read = {"ext": cached_read, "read": plain_read}.get(mode, REAL_READ)
+    file_reader.FileSource.next_batch = REAL_NEXT
+    if mode.startswith("pool"):
+        file_reader.FileSource.next_batch = pooled_reader(int(mode[4:-1]), mode.endswith("m"))
+
+
+def measure(root: str) -> dict:
+    pipe = train_pipeline(root, 256, 16, "gpu")
+    it = Iterator(
+        pipe,
+        ["data", "label"],
+        reader_name="Reader",
+        last_batch_policy=LastBatchPolicy.DROP,
+        auto_reset=True,
+    )
+
+    def step():
+        try:
+            return next(it)
+        except StopIteration:
+            return next(it)
+
+    for _ in range(5):
+        step()
+    cupy.cuda.Device().synchronize()
+    before = pipe.executor_statistics()
+    reps = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(16):
+            step()
+        cupy.cuda.Device().synchronize()
+        reps.append(round(16 * 256 / (time.perf_counter() - start)))
+    after = pipe.executor_statistics()
+    ops = {
+        k: round((v["total_time_s"] - before.get(k, {}).get("total_time_s", 0)) * 1000 / 48, 2)
+        for k, v in after.items()
+    }
+    return {"img_per_s": max(reps), "reps": reps, "ms_per_batch_by_op": ops}
+
+
+def main() -> None:
+    root, out = sys.argv[1], sys.argv[2]
+    results = {}
+    for config in sys.argv[3:]:
+        configure(*config.split(","))
+        results[config] = measure(root)
+        print(f"{config:24s} {results[config]}", flush=True)
+        gc.collect()
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
