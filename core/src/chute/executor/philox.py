@@ -17,6 +17,7 @@ never uses) before its first draw.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -185,12 +186,21 @@ _W0_INT, _W1_INT = int(_W0), int(_W1)
 _MASK256 = (1 << 256) - 1
 
 
-def _philox_block(c0: int, c1: int, c2: int, c3: int, k0: int, k1: int) -> tuple[int, ...]:
+@functools.lru_cache(maxsize=256)
+def _round_keys(k0: int, k1: int) -> tuple[tuple[int, int], ...]:
+    """The ten (k0, k1) of Philox's rounds: one key (seed, operator) serves many samples."""
+    keys = [(k0, k1)]
+    for _ in range(9):
+        k0, k1 = (k0 + _W0_INT) & _MASK64, (k1 + _W1_INT) & _MASK64
+        keys.append((k0, k1))
+    return tuple(keys)
+
+
+def _philox_block(
+    c0: int, c1: int, c2: int, c3: int, keys: tuple[tuple[int, int], ...]
+) -> tuple[int, ...]:
     """Philox4x64-10 of one counter block in Python integers (the rounds of _philox)."""
-    for r in range(10):
-        if r:
-            k0 = (k0 + _W0_INT) & _MASK64
-            k1 = (k1 + _W1_INT) & _MASK64
+    for k0, k1 in keys:
         p0 = _M0_INT * c0
         p1 = _M1_INT * c2
         c0, c1, c2, c3 = (p1 >> 64) ^ c1 ^ k0, p1 & _MASK64, (p0 >> 64) ^ c3 ^ k1, p0 & _MASK64
@@ -206,10 +216,10 @@ class SampleStream:
     needed. Not thread-safe; one stream per sample.
     """
 
-    __slots__ = ("_counter", "_half", "_key", "_pos", "_words")
+    __slots__ = ("_counter", "_half", "_keys", "_pos", "_words")
 
     def __init__(self, key: tuple[int, int], counter: tuple[int, int, int, int]):
-        self._key = (key[0] & _MASK64, key[1] & _MASK64)
+        self._keys = _round_keys(key[0] & _MASK64, key[1] & _MASK64)
         c0, c1, c2, c3 = (c & _MASK64 for c in counter)
         self._counter = c0 | (c1 << 64) | (c2 << 128) | (c3 << 192)
         self._words: tuple[int, ...] = ()
@@ -221,7 +231,7 @@ class SampleStream:
         if self._pos == 4:
             c = self._counter = (self._counter + 1) & _MASK256
             self._words = _philox_block(
-                c & _MASK64, (c >> 64) & _MASK64, (c >> 128) & _MASK64, c >> 192, *self._key
+                c & _MASK64, (c >> 64) & _MASK64, (c >> 128) & _MASK64, c >> 192, self._keys
             )
             self._pos = 0
         word = self._words[self._pos]
