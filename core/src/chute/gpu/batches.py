@@ -42,41 +42,31 @@ MAX_DECODERS = 1
 class _DecoderPool:
     """BatchDecoders by (device, hardware load, options), lent to the batches being decoded.
 
-    Up to ``MAX_DECODERS`` per setting; past that, batches share them. One shared
-    decoder serves concurrent lanes best: its decode calls take turns (the hardware
-    engines are one resource) while the other lane parses headers and launches
-    kernels, and its recycled images serve every lane.
+    Up to ``MAX_DECODERS`` per setting, lent in turn: batches decoded at once share
+    them. One shared decoder serves concurrent lanes best (H200): its decode calls
+    take turns — the hardware engines are one resource — while the other lane parses
+    headers and launches kernels.
     """
 
     def __init__(self) -> None:
-        self._idle: dict[tuple, list[Any]] = {}
         self._made: dict[tuple, list[Any]] = {}
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def use(self, device_id: int, hw_load: float | None) -> Iterator[Any]:
-        """Lend a decoder for (device, load, DECODER_OPTIONS): an idle one, a new one or a shared one."""
+        """Lend a decoder for (device, load, DECODER_OPTIONS)."""
         from chute.gpu.jpeg import BatchDecoder
 
         load = DEFAULT_HW_LOAD if hw_load is None else float(hw_load)
         key = (device_id, round(load * 100), tuple(sorted(DECODER_OPTIONS.items())))
         with self._lock:
-            idle = self._idle.setdefault(key, [])
             made = self._made.setdefault(key, [])
-            decoder = idle.pop() if idle else None
-            if decoder is None and len(made) >= MAX_DECODERS:
-                made.append(made.pop(0))  # share them in turn
-                decoder = made[-1]
-                idle = None  # shared: never parked as idle
-            elif decoder is None:
-                decoder = BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS)
-                made.append(decoder)
-        try:
-            yield decoder
-        finally:
-            if idle is not None:
-                with self._lock:
-                    idle.append(decoder)
+            if len(made) < MAX_DECODERS:
+                made.append(BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS))
+            else:
+                made.append(made.pop(0))  # the next one in turn
+            decoder = made[-1]
+        yield decoder
 
 
 decoders = _DecoderPool()

@@ -20,174 +20,23 @@ import atexit
 import ctypes
 import functools
 import os
-import threading
 from collections.abc import Sequence
-from ctypes import POINTER, byref, c_char, c_int, c_size_t, c_uint8, c_uint32, c_void_p
+from ctypes import POINTER, byref, c_int, c_size_t, c_void_p
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CodecDecoder", "DeviceImage", "StreamBatch", "api", "parse_batch"]
+from chute.gpu import codec_layout as L
+from chute.gpu.codec_layout import BACKENDS, CPU_ONLY_DEVICE, SAMPLE_FORMATS
 
-# nvimgcodecStructureType_t values (nvimgcodec.h)
-_INSTANCE_CREATE_INFO, _DECODE_PARAMS, _ORIENTATION, _REGION, _CODE_STREAM_VIEW = 2, 5, 7, 8, 9
-_IMAGE_INFO, _IMAGE_PLANE_INFO, _BACKEND, _BACKEND_PARAMS, _EXECUTION_PARAMS = 11, 12, 17, 29, 30
-_UINT8 = 0x0802  # NVIMGCODEC_SAMPLE_DATA_TYPE_UINT8
-_DEVICE_BUFFER, _HOST_BUFFER = 1, 2
-_SUCCESS = 1  # NVIMGCODEC_PROCESSING_STATUS_SUCCESS
-SAMPLE_FORMATS = {"RGB": (8, 1, 3), "BGR": (10, 1, 3), "GRAY": (4, 2, 1)}  # format, color, channels
-BACKENDS = {"cpu": 1, "gpu": 2, "hybrid": 3, "hw": 4}
-CPU_ONLY_DEVICE = -99999
-
-
-class _Orientation(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("rotated", c_int),
-        ("flip_x", c_int),
-        ("flip_y", c_int),
-    ]
-
-
-class _PlaneInfo(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("width", c_uint32),
-        ("height", c_uint32),
-        ("row_stride", c_size_t),
-        ("num_channels", c_uint32),
-        ("sample_type", c_int),
-        ("precision", c_uint8),
-    ]
-
-
-class _OutOfBoundsSample(ctypes.Structure):
-    _fields_ = [("value", c_uint32), ("type", c_int)]
-
-
-class _Region(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("ndim", c_int),
-        ("start", c_int * 5),
-        ("end", c_int * 5),
-        ("out_of_bounds_policy", c_int),
-        ("out_of_bounds_samples", _OutOfBoundsSample * 5),
-    ]
-
-
-class _ImageInfo(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("codec_name", c_char * 256),
-        ("color_spec", c_int),
-        ("chroma_subsampling", c_int),
-        ("sample_format", c_int),
-        ("orientation", _Orientation),
-        ("num_planes", c_uint32),
-        ("plane_info", _PlaneInfo * 32),
-        ("buffer", c_void_p),
-        ("buffer_kind", c_int),
-        ("cuda_stream", c_void_p),
-    ]
-
-
-class _CodeStreamView(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("image_idx", c_size_t),
-        ("region", _Region),
-        ("bitstream_offset", c_size_t),
-    ]
-
-
-class _BackendParams(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("load_hint", ctypes.c_float),
-        ("load_hint_policy", c_int),
-    ]
-
-
-class _Backend(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("kind", c_int),
-        ("params", _BackendParams),
-    ]
-
-
-class _ExecutionParams(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("device_allocator", c_void_p),
-        ("pinned_allocator", c_void_p),
-        ("max_num_cpu_threads", c_int),
-        ("executor", c_void_p),
-        ("device_id", c_int),
-        ("pre_init", c_int),
-        ("skip_pre_sync", c_int),
-        ("num_backends", c_int),
-        ("backends", POINTER(_Backend)),
-    ]
-
-
-class _InstanceCreateInfo(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("load_builtin_modules", c_int),
-        ("load_extension_modules", c_int),
-        ("extension_modules_path", ctypes.c_char_p),
-        ("create_debug_messenger", c_int),
-        ("debug_messenger_desc", c_void_p),
-        ("message_severity", c_uint32),
-        ("message_category", c_uint32),
-    ]
-
-
-class _DecodeParams(ctypes.Structure):
-    _fields_ = [
-        ("struct_type", c_int),
-        ("struct_size", c_size_t),
-        ("struct_next", c_void_p),
-        ("apply_exif_orientation", c_int),
-    ]
-
-
-def _header(struct: Any, kind: int) -> Any:
-    struct.struct_type = kind
-    struct.struct_size = ctypes.sizeof(struct)
-    return struct
-
-
-def _offset(struct: type, *path: str) -> int:
-    """Byte offset of a (nested) field: _offset(_ImageInfo, "plane_info", "width")."""
-    total = 0
-    for name in path:
-        field = getattr(struct, name)
-        total += field.offset
-        struct = dict(struct._fields_)[name]
-        if hasattr(struct, "_type_") and issubclass(struct, ctypes.Array):
-            struct = struct._type_  # first element of an array field
-    return total
+__all__ = [
+    "CPU_ONLY_DEVICE",
+    "CodecDecoder",
+    "DeviceImage",
+    "StreamBatch",
+    "api",
+    "parse_batch",
+]
 
 
 class CodecError(RuntimeError):
@@ -220,13 +69,12 @@ class _Api:
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, c_int
             setattr(self, name[len("nvimgcodec") :], fn)
-        info = _header(_InstanceCreateInfo(), _INSTANCE_CREATE_INFO)
+        info = L.header(L.InstanceCreateInfo(), L.INSTANCE_CREATE_INFO)
         info.load_builtin_modules = 1
         info.load_extension_modules = 1
         info.extension_modules_path = extensions.encode()
         self.instance = c_void_p()
         self.check(self.InstanceCreate(byref(self.instance), byref(info)), "InstanceCreate")
-        self.lock = threading.Lock()
 
     @staticmethod
     def check(status: int, what: str) -> None:
@@ -252,17 +100,16 @@ def api() -> _Api:
     return _Api(os.path.join(folder, "libnvimgcodec.so.0"), os.path.join(folder, "extensions"))
 
 
-_INFO_SIZE = ctypes.sizeof(_ImageInfo)
-_INFO_WIDTH = _offset(_ImageInfo, "plane_info", "width")
-_INFO_HEIGHT = _offset(_ImageInfo, "plane_info", "height")
-_INFO_CHANNELS = _offset(_ImageInfo, "plane_info", "num_channels")
-_INFO_ROTATED = _offset(_ImageInfo, "orientation", "rotated")
-_INFO_STRIDE = _offset(_ImageInfo, "plane_info", "row_stride")
-_INFO_BUFFER = _offset(_ImageInfo, "buffer")
-_INFO_STREAM = _offset(_ImageInfo, "cuda_stream")
-_VIEW_SIZE = ctypes.sizeof(_CodeStreamView)
-_VIEW_START = _offset(_CodeStreamView, "region", "start")
-_VIEW_END = _offset(_CodeStreamView, "region", "end")
+_INFO_SIZE = ctypes.sizeof(L.ImageInfo)
+_INFO_WIDTH = L.offset(L.ImageInfo, "plane_info", "width")
+_INFO_HEIGHT = L.offset(L.ImageInfo, "plane_info", "height")
+_INFO_ROTATED = L.offset(L.ImageInfo, "orientation", "rotated")
+_INFO_STRIDE = L.offset(L.ImageInfo, "plane_info", "row_stride")
+_INFO_BUFFER = L.offset(L.ImageInfo, "buffer")
+_INFO_STREAM = L.offset(L.ImageInfo, "cuda_stream")
+_VIEW_SIZE = ctypes.sizeof(L.CodeStreamView)
+_VIEW_START = L.offset(L.CodeStreamView, "region", "start")
+_VIEW_END = L.offset(L.CodeStreamView, "region", "end")
 
 
 def _u32(buf: np.ndarray, offset: int, size: int) -> np.ndarray:
@@ -286,6 +133,7 @@ class StreamBatch:
         self.shapes = np.zeros((n, 2), np.int64)  # (height, width) before EXIF rotation
         self.rotated = np.zeros(n, np.int32)
         self.keep: list[Any] = []  # the encoded bytes: code streams point into them
+        self._owned: list[int] | None = None  # indices whose handles it frees (None: all)
 
     def sub_streams(self, regions: Sequence[Any]) -> StreamBatch:
         """Code streams of the regions ``(y0, x0, y1, x1)`` (None: the whole image)."""
@@ -296,8 +144,8 @@ class StreamBatch:
         out.shapes[:] = self.shapes
         out.rotated[:] = self.rotated
         views = np.zeros(n * _VIEW_SIZE, np.uint8)
-        template = _header(_CodeStreamView(), _CODE_STREAM_VIEW)
-        _header(template.region, _REGION)
+        template = L.header(L.CodeStreamView(), L.CODE_STREAM_VIEW)
+        L.header(template.region, L.REGION)
         template.region.ndim = 2
         views.reshape(n, _VIEW_SIZE)[:] = np.frombuffer(bytes(template), np.uint8)
         boxes = np.array([r if r is not None else (0, 0, 0, 0) for r in regions], np.int32)
@@ -325,8 +173,6 @@ class StreamBatch:
         out._owned = [i for i, r in enumerate(regions) if r is not None and out.handles[i]]
         return out
 
-    _owned: list[int] | None = None  # indices whose handles this batch frees (None: all)
-
     def __del__(self) -> None:
         if _exiting:  # the library may be gone already
             return
@@ -346,7 +192,7 @@ def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
     n = len(encoded)
     batch = StreamBatch(n)
     infos = np.zeros(n * _INFO_SIZE, np.uint8)
-    template = np.frombuffer(bytes(_header(_ImageInfo(), _IMAGE_INFO)), np.uint8)
+    template = np.frombuffer(bytes(L.header(L.ImageInfo(), L.IMAGE_INFO)), np.uint8)
     infos.reshape(n, _INFO_SIZE)[:] = template
     base = infos.ctypes.data
     handle = c_void_p()
@@ -401,12 +247,12 @@ class CodecDecoder:
         host: bool = False,
     ):
         lib = self._lib = api()
-        chosen = (_Backend * len(backends))()
+        chosen = (L.Backend * len(backends))()
         for b, (kind, load) in zip(chosen, backends):
-            _header(b, _BACKEND).kind = BACKENDS[kind]
-            _header(b.params, _BACKEND_PARAMS).load_hint = load
+            L.header(b, L.BACKEND).kind = BACKENDS[kind]
+            L.header(b.params, L.BACKEND_PARAMS).load_hint = load
             b.params.load_hint_policy = 2  # FIXED
-        params = _header(_ExecutionParams(), _EXECUTION_PARAMS)
+        params = L.header(L.ExecutionParams(), L.EXECUTION_PARAMS)
         params.device_id = device_id
         params.max_num_cpu_threads = max_threads
         params.num_backends = len(backends)
@@ -416,7 +262,7 @@ class CodecDecoder:
             lib.DecoderCreate(lib.instance, byref(self._handle), byref(params), options.encode()),
             "DecoderCreate",
         )
-        self._decode_params = _header(_DecodeParams(), _DECODE_PARAMS)
+        self._decode_params = L.header(L.DecodeParams(), L.DECODE_PARAMS)
         self._decode_params.apply_exif_orientation = 1
         self.host = host or device_id == CPU_ONLY_DEVICE  # decode into host memory
 
@@ -449,19 +295,19 @@ class CodecDecoder:
         hw[turned] = hw[turned][:, ::-1]
         sizes = hw[:, 0] * hw[:, 1] * c
         offsets = np.zeros(n + 1, np.int64)
-        np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])  # 256-byte aligned rows
+        np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])  # images 256-byte aligned
         buffer = allocate(int(offsets[-1]))
         base_ptr = buffer.data.ptr if hasattr(buffer.data, "ptr") else buffer.ctypes.data
-        template = _header(_ImageInfo(), _IMAGE_INFO)
+        template = L.header(L.ImageInfo(), L.IMAGE_INFO)
         template.color_spec, template.sample_format, template.num_planes = (
             color_spec,
             sample_format,
             1,
         )
-        _header(template.orientation, _ORIENTATION)
-        plane = _header(template.plane_info[0], _IMAGE_PLANE_INFO)
-        plane.num_channels, plane.sample_type, plane.precision = c, _UINT8, 8
-        template.buffer_kind = _HOST_BUFFER if self.host else _DEVICE_BUFFER
+        L.header(template.orientation, L.ORIENTATION)
+        plane = L.header(template.plane_info[0], L.IMAGE_PLANE_INFO)
+        plane.num_channels, plane.sample_type, plane.precision = c, L.UINT8, 8
+        template.buffer_kind = L.HOST_BUFFER if self.host else L.DEVICE_BUFFER
         infos = np.zeros(n * _INFO_SIZE, np.uint8)
         infos.reshape(n, _INFO_SIZE)[:] = np.frombuffer(bytes(template), np.uint8)
         _u32(infos, _INFO_HEIGHT, _INFO_SIZE)[:] = hw[:, 0]
@@ -502,7 +348,7 @@ class CodecDecoder:
         finally:
             for k in range(made):
                 lib.ImageDestroy(images[k])
-        ok = (statuses == _SUCCESS).tolist()
+        ok = (statuses == L.SUCCESS).tolist()
         ptrs = (base_ptr + offsets[:-1]).tolist()
         shapes = [(h, w, c) for h, w in hw.tolist()]
         out = [DeviceImage(buffer, p, s) if good else None for p, s, good in zip(ptrs, shapes, ok)]

@@ -345,14 +345,14 @@ class BatchDecoder:
                 (
                     name,
                     self._group_pool.submit(
-                        self._decode_group, name, parsed, idx, regions, out_type, stream
+                        self._decode_group, name, parsed, idx, out_type, stream
                     ),
                 )
                 for name, idx in named[1:]
             ]
             try:
                 done = [
-                    (g, self._decode_group(g, parsed, idx, regions, out_type, stream))
+                    (g, self._decode_group(g, parsed, idx, out_type, stream))
                     for g, idx in named[:1]
                 ]
                 done += [(name, job.result()) for name, job in jobs]
@@ -403,7 +403,6 @@ class BatchDecoder:
         name: str,
         parsed: ParsedBatch,
         idx: list[int],
-        regions: list[Any],
         out_type: str,
         stream: Any,
     ) -> tuple[list[tuple[int, Any]], list[Any]]:

@@ -19,12 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.gpu.batches import (
-    decoded_images,
-    dense_array,
-    raw_samples,
-    sample_shapes,
-)
+from chute.gpu.batches import decoded_images, dense_array, raw_samples, sample_shapes
 from chute.gpu.batches import decoders as _decoders
 from chute.types import to_dtype
 

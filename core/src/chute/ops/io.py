@@ -20,7 +20,11 @@ class FileRead(Operator):
         inputs=("filepaths",),
         args=(
             Arg(
-                "dont_use_mmap", "bool", False, "Accepted for DALI compatibility.", per_sample=False
+                "dont_use_mmap",
+                "bool",
+                False,
+                "Read files instead of memory-mapping them (files under 16 KiB are always read).",
+                per_sample=False,
             ),
         ),
     )
@@ -29,12 +33,9 @@ class FileRead(Operator):
         return [Spec(np.dtype(np.uint8), 1, None)]
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        path = sample_to_str(inputs[0])
-        try:
-            with open(path, "rb") as f:
-                return np.frombuffer(f.read(), dtype=np.uint8)
-        except OSError as exc:
-            raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+        from chute.ops.readers.file import read_file
+
+        return read_file(sample_to_str(inputs[0]), not args["dont_use_mmap"])
 
 
 def sample_to_str(x: np.ndarray) -> str:

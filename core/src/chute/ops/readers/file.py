@@ -273,11 +273,10 @@ def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
     """The bytes of one file as a read-only uint8 array; OSError names the file.
 
     With ``use_mmap`` files of 16 KiB and more are memory-mapped instead of copied:
-    the reader thread then spends ~8 us per file instead of ~25 us, and the pages are
-    faulted in by whoever decodes them (nvImageCodec's or the CPU workers' threads,
-    outside the GIL), which is what keeps a GPU pipeline's reader ahead of the
-    hardware decoder. A file truncated while mapped raises SIGBUS where it is read,
-    as in DALI (``dont_use_mmap=True`` reads instead).
+    the reader thread spends ~8 us per file instead of ~25 us and the pages are
+    faulted in by whoever decodes them. (On the H200 GPU pipeline mapping and reading
+    measured the same, bench/results/gpu_h200_probe_*.) A file truncated while mapped
+    raises SIGBUS where it is read, as in DALI (``dont_use_mmap=True`` reads instead).
     """
     try:
         with open(path, "rb") as f:
