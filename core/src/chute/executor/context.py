@@ -12,11 +12,23 @@ from chute.ops._base import ArgView
 _MASK64 = (1 << 64) - 1
 
 
+def philox_key(
+    seed: int, node_id: int, epoch: int, iteration: int, sample: int
+) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """The Philox (key, counter) of a stream: the one layout every drawer of it uses."""
+    return (seed & _MASK64, node_id & _MASK64), (
+        sample & _MASK64,
+        iteration & _MASK64,
+        epoch & _MASK64,
+        0,
+    )
+
+
 def random_generator(seed: int, node_id: int, epoch: int, iteration: int, sample: int):
     """Counter-based generator: a pure function of (seed, operator, epoch, iteration, sample)."""
+    key, counter = philox_key(seed, node_id, epoch, iteration, sample)
     bits = np.random.Philox(
-        key=np.array([seed & _MASK64, node_id & _MASK64], dtype=np.uint64),
-        counter=np.array([sample, iteration, epoch & _MASK64, 0], dtype=np.uint64),
+        key=np.array(key, dtype=np.uint64), counter=np.array(counter, dtype=np.uint64)
     )
     return np.random.Generator(bits)
 

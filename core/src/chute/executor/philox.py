@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import sample_position
+from chute.executor.context import philox_key, sample_position
 
 __all__ = [
     "SampleStream",
@@ -76,12 +76,9 @@ def sample_counters(
     """The (key, counter) of each sample's generator, as context.sample_generator keys them."""
     n = len(metas)
     key = np.empty((n, 2), np.uint64)
-    key[:, 0] = seed & _MASK64
-    key[:, 1] = node_id & _MASK64
     ctr = np.zeros((n, 4), np.uint64)
     for i, meta in enumerate(metas):
-        sample_epoch, sample_iteration, sample = sample_position(epoch, iteration, i, meta)
-        ctr[i] = (sample & _MASK64, sample_iteration & _MASK64, sample_epoch & _MASK64, 0)
+        key[i], ctr[i] = philox_key(seed, node_id, *sample_position(epoch, iteration, i, meta))
     return key, ctr
 
 
@@ -282,5 +279,6 @@ def sample_stream(
     seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
 ) -> SampleStream:
     """The stream of one sample, as context.sample_generator keys it (same numbers)."""
-    sample_epoch, sample_iteration, sample = sample_position(epoch, iteration, idx_in_batch, meta)
-    return SampleStream((seed, node_id), (sample, sample_iteration, sample_epoch, 0))
+    return SampleStream(
+        *philox_key(seed, node_id, *sample_position(epoch, iteration, idx_in_batch, meta))
+    )
