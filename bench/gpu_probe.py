@@ -2,9 +2,9 @@
 
     python bench/gpu_probe.py DATA_DIR OUT.json LANES,HW_LOAD,HW_ROI,MAX_DECODERS,MODE ...
 
-MODE: mmap (readers.file default), read (no mmap), ext (encoded bytes cached in memory
-after their first read: the ceiling the reader allows), poolNr / poolNm (files read by
-N threads, read or mapped). Prints img/s (best of 3 x 16 batches) and per-operator ms.
+MODE: defer (readers.file default: the GPU decoder opens the files), mmap (the reader
+maps the files), read (the reader reads them), ext (encoded bytes cached in memory
+after their first read), poolNr / poolNm (files read by N threads, read or mapped). Prints img/s (best of 3 x 16 batches) and per-operator ms.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from chute import Iterator, LastBatchPolicy
 from chute.benchmark.pipelines import train_pipeline
 
 REAL_READ = file_reader.FileSource.read
+REAL_FUSE = file_reader.FileReader.fuse
 REAL_NEXT = file_reader.FileSource.next_batch
 _cache: dict[str, object] = {}
 
@@ -62,6 +63,9 @@ def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str) -> N
     gpu_batches.MAX_DECODERS = int(max_decoders)
     file_reader.FileSource.read = {"ext": cached_read, "read": plain_read}.get(mode, REAL_READ)
     file_reader.FileSource.next_batch = REAL_NEXT
+    file_reader.FileReader.fuse = REAL_FUSE
+    if mode != "defer":  # the reader reads the bytes
+        file_reader.FileReader.fuse = lambda self, node, consumers: None
     if mode.startswith("pool"):
         file_reader.FileSource.next_batch = pooled_reader(int(mode[4:-1]), mode.endswith("m"))
 

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from chute import Iterator, LastBatchPolicy, fn, pipeline_def
 from chute.ops.readers.sharding import EpochPlan
@@ -319,3 +320,61 @@ def test_mapped_file_errors_name_the_file(tmp_path):
 
     with pytest.raises(OSError, match="missing.jpg"):
         read_file(str(tmp_path / "missing.jpg"), use_mmap=True)
+
+
+def _reader_node(plan):
+    return next(n for n in plan.nodes if n.schema.name == "readers.file")
+
+
+@pytest.mark.parametrize(
+    "graph, defer",
+    [
+        (lambda jpegs: [fn.decoders.image(jpegs, device="mixed")], True),
+        (lambda jpegs: [fn.decoders.image_random_crop(jpegs, device="mixed")], True),
+        # another reader of the bytes, the bytes returned, or a CPU decoder: read them
+        (
+            lambda jpegs: [fn.decoders.image(jpegs, device="mixed"), fn.peek_image_shape(jpegs)],
+            False,
+        ),
+        (lambda jpegs: [fn.decoders.image(jpegs, device="mixed"), jpegs], False),
+        (lambda jpegs: [fn.decoders.image(jpegs, device="cpu")], False),
+        (lambda jpegs: [fn.decoders.image_crop(jpegs, crop=(4, 4))], False),
+    ],
+)
+def test_files_are_left_for_gpu_decoders_to_read(tmp_path, graph, defer):
+    from chute.executor.plan import build_plan
+
+    (tmp_path / "c").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "c" / "x.jpg")
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=0)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=str(tmp_path), name="Reader")
+        return (*graph(jpegs), labels)
+
+    plan = build_plan(pipe()._outputs)
+    assert _reader_node(plan).defer_reads is defer
+
+
+def test_a_deferring_reader_hands_out_paths_and_labels(tmp_path):
+    from chute.executor.plan import build_plan
+    from chute.ops.readers.file import EncodedFile
+
+    for i, name in enumerate(["a", "b"]):
+        (tmp_path / name).mkdir()
+        Image.new("RGB", (8, 8), (i * 100, 0, 0)).save(tmp_path / name / f"{name}.jpg")
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=str(tmp_path), name="Reader")
+        return fn.decoders.image(jpegs, device="mixed"), labels
+
+    p = pipe()
+    node = _reader_node(build_plan(p._outputs))
+    source = node.op.open(node, p)
+    (data, labels), meta = source.next_batch(2, 0, 0)
+    assert all(isinstance(d, EncodedFile) for d in data)
+    assert [os.fspath(d) for d in data] == [m["source_info"] for m in meta]
+    assert [int(x[0]) for x in labels] == [0, 1]
+    # whatever needs the bytes after all reads them
+    assert np.asarray(data[0]).tobytes() == (tmp_path / "a" / "a.jpg").read_bytes()

@@ -86,3 +86,49 @@ def test_gpu_ops_without_device_id_fail_clearly(folder):
 
     with pytest.raises(ValueError, match="device_id is None"):
         pipe().build()
+
+
+def test_gpu_decoders_open_the_files_themselves(tmp_path):
+    """readers.file hands the mixed decoder paths: JPEGs decode from them, a PNG falls back
+    to the CPU from its path, and a file gone since listing fails naming the file."""
+    from chute import fn, pipeline_def
+
+    rng = np.random.default_rng(1)
+    images = [rng.integers(0, 256, (40 + 8 * i, 56, 3), dtype=np.uint8) for i in range(3)]
+    paths = []
+    for i, (img, fmt) in enumerate(zip(images, ["JPEG", "PNG", "JPEG"])):
+        paths.append(str(tmp_path / f"{i}.{fmt.lower()}"))
+        Image.fromarray(img).save(paths[-1], fmt, quality=95)
+
+    def decoded(files):
+        @pipeline_def(batch_size=len(files), num_threads=2, device_id=0, seed=0)
+        def pipe():
+            jpegs, _ = fn.readers.file(files=files, name="Reader")
+            return fn.decoders.image(jpegs, device="mixed")
+
+        p = pipe()
+        p.build()
+        assert next(n for n in p._plan.nodes if n.schema.name == "readers.file").defer_reads
+        (out,) = p.run()
+        return [cp.asnumpy(out.at(i)) for i in range(len(files))]
+
+    for got, path, img in zip(decoded(paths), paths, images):
+        ref = np.asarray(Image.open(path).convert("RGB")).astype(int)
+        assert got.shape == img.shape
+        assert np.abs(got.astype(int) - ref).max() <= (0 if path.endswith("png") else 3)
+
+    gone = str(tmp_path / "gone.jpg")
+    Image.fromarray(images[0]).save(gone)
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=0, seed=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(files=[paths[0], gone], name="Reader")
+        return fn.decoders.image(jpegs, device="mixed")
+
+    p = pipe()
+    p.build()
+    import os
+
+    os.remove(gone)
+    with pytest.raises(Exception, match="gone.jpg"):
+        p.run()

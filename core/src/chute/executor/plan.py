@@ -105,15 +105,15 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
 
 
 def _fuse(nodes: list[OpNode], outputs: list[DataNode]) -> None:
-    """Show each node whose outputs the pipeline does not return the nodes that read them."""
-    consumers: dict[int, list[OpNode]] = {n.id: [] for n in nodes}
+    """Show each node which nodes read each of its outputs (None: the pipeline returns it)."""
+    readers: dict[tuple[int, int], list[OpNode] | None] = {}
     for node in nodes:
         for d in _dependencies(node):
-            consumers[d.producer.id].append(node)
-    returned = {o.producer.id for o in outputs}
+            readers.setdefault((d.producer.id, d.index), []).append(node)
+    for out in outputs:
+        readers[(out.producer.id, out.index)] = None
     for node in nodes:
-        if node.id not in returned:
-            node.op.fuse(node, consumers[node.id])
+        node.op.fuse(node, [readers.get((node.id, k), []) for k in range(len(node.outputs))])
 
 
 def _is_cpu_sample(node: OpNode) -> bool:

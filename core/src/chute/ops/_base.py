@@ -37,6 +37,9 @@ class Operator:
 
     schema: ClassVar[Schema]
     kind: ClassVar[str] = "sample"
+    # The "mixed" backend takes file paths for input 0 as well as encoded bytes and
+    # reads the files itself (the GPU decoders: nvImageCodec reads outside the GIL).
+    mixed_reads_paths: ClassVar[bool] = False
 
     def __init__(self, *, device: str | None = None, **kwargs: Any) -> None:
         self.schema.check_arg_names(list(kwargs))
@@ -132,12 +135,14 @@ class Operator:
         """Per-node state prepared at build time, handed back as ``ctx.state``."""
         return None
 
-    def fuse(self, node: OpNode, consumers: list[OpNode]) -> None:
-        """Build-time look at the nodes reading this node's outputs (never pipeline outputs).
+    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
+        """Build-time look at who reads this node's outputs: ``consumers[k]`` for output k.
 
-        An operator may record on ``node`` how to do less work for them: the CPU image
-        decoders decode at a reduced DCT scale when their only consumer is a resize to a
-        fixed size (chute.ops.decoders.image_decoders).
+        ``consumers[k]`` is None where the pipeline returns output k (the user sees it
+        as it is). An operator may record on ``node`` how to do less work for its
+        readers: the CPU image decoders decode at a reduced DCT scale when their only
+        reader is a resize to a fixed size (chute.ops.decoders.image_decoders);
+        readers.file leaves files unread for GPU decoders that open them themselves.
         """
 
     # ---- run time ------------------------------------------------------------------------

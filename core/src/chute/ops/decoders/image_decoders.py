@@ -167,15 +167,16 @@ class _DecoderBase(Operator):
         dtype = to_dtype(node.arg("dtype") or np.uint8)
         return [Spec(dtype, 3, "HWC")]
 
-    def fuse(self, node: OpNode, consumers: list[OpNode]) -> None:
+    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
         # With dct_scaling, when the only reader is a resize to a fixed size, decode at
         # the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that
         # large: the inverse DCT does most of the downscaling, the resize the rest.
         from chute.ops.geometry.resize_ops import fixed_output_size
 
         node.downscale_to = None
-        if node.arg("dct_scaling") and node.device == "cpu" and len(consumers) == 1:
-            node.downscale_to = fixed_output_size(consumers[0], node)
+        readers = consumers[0]
+        if node.arg("dct_scaling") and node.device == "cpu" and readers and len(readers) == 1:
+            node.downscale_to = fixed_output_size(readers[0], node)
 
     def _decode(self, encoded: np.ndarray, args: ArgView, roi: Any, ctx: Any) -> np.ndarray:
         settings = self._settings(ctx)
@@ -204,6 +205,7 @@ def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) ->
 class Image(_DecoderBase):
     """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
 
+    mixed_reads_paths = True
     schema = Schema(
         name="decoders.image",
         devices=("cpu", "mixed"),
@@ -366,6 +368,7 @@ class ImageSlice(_DecoderBase):
 class ImageRandomCrop(_DecoderBase):
     """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
 
+    mixed_reads_paths = True
     schema = Schema(
         name="decoders.image_random_crop",
         devices=("cpu", "mixed"),

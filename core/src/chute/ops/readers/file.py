@@ -149,6 +149,17 @@ class FileReader(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(np.dtype(np.uint8), 1, None), Spec(np.dtype(np.int32), 1, None)]
 
+    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
+        # When only GPU decoders read the bytes, hand them the paths: nvImageCodec opens
+        # and reads the files on its own threads, outside the GIL. Read here, each file
+        # costs the reader thread several GIL hand-offs (open, stat, map, close), which
+        # behind busy compute threads held a GPU pipeline to half its speed.
+        readers = consumers[0]
+        node.defer_reads = bool(readers) and all(
+            c.device == "mixed" and c.op.mixed_reads_paths and c.inputs[0].producer is node
+            for c in readers
+        )
+
     def open(self, node: OpNode, pipeline: Any) -> FileSource:
         files, labels = list_files(node)
         on_error = node.args.get("on_error") or pipeline.on_error
@@ -243,6 +254,7 @@ class FileSource(ShardedSource):
     ):
         self.on_error = on_error
         self.use_mmap = not node.arg("dont_use_mmap")
+        self.defer_reads = getattr(node, "defer_reads", False)  # see FileReader.fuse
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         # The default shuffle seed hashes the names relative to file_root, so the
@@ -254,6 +266,11 @@ class FileSource(ShardedSource):
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(lambda i: self.files[i])
         data, labels = [], []
+        if self.defer_reads:  # read by the decoder (an unreadable file fails there)
+            files, use_mmap = self.files, self.use_mmap
+            data = [EncodedFile(files[s.index], use_mmap) for s in slots]
+            labels = [self.labels[s.index : s.index + 1].copy() for s in slots]
+            return [data, labels], meta
         for slot, m in zip(slots, meta):
             try:
                 data.append(self.read(self.files[slot.index]))
@@ -267,6 +284,32 @@ class FileSource(ShardedSource):
 
     def read(self, path: str) -> np.ndarray:
         return read_file(path, self.use_mmap)
+
+
+class EncodedFile(os.PathLike):
+    """A file's encoded bytes not read yet: a sample for decoders that open files themselves.
+
+    ``os.fspath()`` gives the path; ``np.asarray()`` or :meth:`read` reads the bytes,
+    for whatever needs them after all (a CPU fallback decode).
+    """
+
+    __slots__ = ("path", "use_mmap")
+
+    def __init__(self, path: str, use_mmap: bool = False):
+        self.path, self.use_mmap = path, use_mmap
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def read(self) -> np.ndarray:
+        return read_file(self.path, self.use_mmap)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        data = self.read()
+        return data if dtype is None else data.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"EncodedFile({self.path!r})"
 
 
 def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
