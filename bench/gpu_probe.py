@@ -1,8 +1,9 @@
 """chute's GPU train pipeline under several decoder, lane and reader settings (GPU machine).
 
-    python bench/gpu_probe.py DATA_DIR OUT.json LANES,HW_LOAD,HW_ROI,MAX_DECODERS,MODE ...
+    python bench/gpu_probe.py DATA_DIR OUT.json LANES,HW_LOAD,HW_ROI,MAX_DECODERS,MODE[,KEY=VALUE...] ...
 
-MODE: defer (readers.file default: the GPU decoder opens the files), mmap (the reader
+MODE: defer (readers.file default: helper processes read the files), procN (N of them),
+mmap (this process's reader thread
 maps the files), read (the reader reads them), ext (encoded bytes cached in memory
 after their first read), poolNr / poolNm (files read by N threads, read or mapped). Prints img/s (best of 3 x 16 batches) and per-operator ms.
 """
@@ -55,16 +56,21 @@ def pooled_reader(threads: int, use_mmap: bool):
     return next_batch
 
 
-def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str) -> None:
+def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str, *extra: str) -> None:
+    """Set up one configuration; ``extra`` are BatchDecoder options as key=value."""
     lanes.DEFAULT_GPU_LANES = int(lane)
     gpu_batches.DEFAULT_HW_LOAD = float(load)
     gpu_batches.DECODER_OPTIONS.clear()
     gpu_batches.DECODER_OPTIONS["hw_roi"] = roi == "1"
     gpu_batches.MAX_DECODERS = int(max_decoders)
+    for item in extra:
+        key, value = item.split("=")
+        gpu_batches.DECODER_OPTIONS[key] = float(value) if "." in value else int(value)
     file_reader.FileSource.read = {"ext": cached_read, "read": plain_read}.get(mode, REAL_READ)
     file_reader.FileSource.next_batch = REAL_NEXT
     file_reader.FileReader.fuse = REAL_FUSE
-    if mode != "defer":  # the reader reads the bytes
+    file_reader.READ_PROCESSES = int(mode[4:]) if mode.startswith("proc") else 2
+    if mode != "defer" and not mode.startswith("proc"):  # this thread reads
         file_reader.FileReader.fuse = lambda self, node, consumers: None
     if mode.startswith("pool"):
         file_reader.FileSource.next_batch = pooled_reader(int(mode[4:-1]), mode.endswith("m"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -327,11 +328,11 @@ def _reader_node(plan):
 
 
 @pytest.mark.parametrize(
-    "graph, defer",
+    "graph, in_processes",
     [
         (lambda jpegs: [fn.decoders.image(jpegs, device="mixed")], True),
         (lambda jpegs: [fn.decoders.image_random_crop(jpegs, device="mixed")], True),
-        # another reader of the bytes, the bytes returned, or a CPU decoder: read them
+        # another reader of the bytes, the bytes returned, or a CPU decoder: read here
         (
             lambda jpegs: [fn.decoders.image(jpegs, device="mixed"), fn.peek_image_shape(jpegs)],
             False,
@@ -341,7 +342,7 @@ def _reader_node(plan):
         (lambda jpegs: [fn.decoders.image_crop(jpegs, crop=(4, 4))], False),
     ],
 )
-def test_files_are_left_for_gpu_decoders_to_read(tmp_path, graph, defer):
+def test_files_for_gpu_decoders_are_read_in_helper_processes(tmp_path, graph, in_processes):
     from chute.executor.plan import build_plan
 
     (tmp_path / "c").mkdir()
@@ -353,18 +354,19 @@ def test_files_are_left_for_gpu_decoders_to_read(tmp_path, graph, defer):
         return (*graph(jpegs), labels)
 
     plan = build_plan(pipe()._outputs)
-    assert _reader_node(plan).defer_reads is defer
+    assert _reader_node(plan).read_in_processes is in_processes
 
 
-def test_a_deferring_reader_hands_out_paths_and_labels(tmp_path):
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd_create (Linux)")
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_reader_with_helper_processes_gives_the_same_batches(tmp_path, on_error):
     from chute.executor.plan import build_plan
-    from chute.ops.readers.file import EncodedFile
 
-    for i, name in enumerate(["a", "b"]):
+    for i, name in enumerate(["a", "b", "c"]):
         (tmp_path / name).mkdir()
-        Image.new("RGB", (8, 8), (i * 100, 0, 0)).save(tmp_path / name / f"{name}.jpg")
+        Image.new("RGB", (8 + i, 8), (i * 100, 0, 0)).save(tmp_path / name / f"{name}.jpg")
 
-    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    @pipeline_def(batch_size=3, num_threads=1, device_id=0, on_error=on_error)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=str(tmp_path), name="Reader")
         return fn.decoders.image(jpegs, device="mixed"), labels
@@ -372,9 +374,18 @@ def test_a_deferring_reader_hands_out_paths_and_labels(tmp_path):
     p = pipe()
     node = _reader_node(build_plan(p._outputs))
     source = node.op.open(node, p)
-    (data, labels), meta = source.next_batch(2, 0, 0)
-    assert all(isinstance(d, EncodedFile) for d in data)
-    assert [os.fspath(d) for d in data] == [m["source_info"] for m in meta]
-    assert [int(x[0]) for x in labels] == [0, 1]
-    # whatever needs the bytes after all reads them
-    assert np.asarray(data[0]).tobytes() == (tmp_path / "a" / "a.jpg").read_bytes()
+    assert source.processes is not None
+    (data, labels), meta = source.next_batch(3, 0, 0)
+    files = [m["source_info"] for m in meta]
+    assert [np.asarray(d).tobytes() for d in data] == [Path(f).read_bytes() for f in files]
+    assert [int(x[0]) for x in labels] == [0, 1, 2]
+    assert not data[0].flags.writeable
+    os.remove(tmp_path / "b" / "b.jpg")  # gone since the listing
+    if on_error == "raise":
+        with pytest.raises(OSError, match="b.jpg"):
+            source.next_batch(3, 0, 1)
+    else:
+        (data, _), meta = source.next_batch(3, 0, 1)
+        assert data[1].size == 0 and "b.jpg" in str(meta[1]["error"][1])
+        assert data[2].tobytes() == (tmp_path / "c" / "c.jpg").read_bytes()
+    source.close()

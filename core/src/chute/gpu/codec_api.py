@@ -53,7 +53,6 @@ class _Api:
         sigs = {
             "nvimgcodecInstanceCreate": (keep, [p, c_void_p]),
             "nvimgcodecCodeStreamCreateFromHostMem": (keep, [v, p, v, c_size_t, v]),
-            "nvimgcodecCodeStreamCreateFromFile": (keep, [v, p, ctypes.c_char_p, v]),
             "nvimgcodecCodeStreamGetImageInfo": (keep, [v, v]),
             "nvimgcodecCodeStreamGetSubCodeStream": (keep, [v, p, v]),
             "nvimgcodecCodeStreamDestroy": (keep, [v]),
@@ -188,13 +187,7 @@ class StreamBatch:
 
 
 def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
-    """Parse every sample's header; a sample that does not parse keeps handle 0 and shape 0.
-
-    A sample is encoded bytes, or a path (``str`` / ``os.PathLike``): nvImageCodec then
-    opens the file itself and its decoder threads read it, outside the GIL — what a
-    pipeline's reader thread would otherwise do in Python, one GIL hand-off per system
-    call (see chute.ops.readers.file.EncodedFile).
-    """
+    """Parse every sample's header; a sample that does not parse keeps handle 0 and shape 0."""
     lib = api()
     n = len(encoded)
     batch = StreamBatch(n)
@@ -205,20 +198,14 @@ def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
     handle = c_void_p()
     instance = lib.instance
     for i, data in enumerate(encoded):
+        arr = data if isinstance(data, np.ndarray) else np.frombuffer(memoryview(data), np.uint8)
+        if arr.size == 0:
+            continue
+        batch.keep.append(arr)
         handle.value = None  # a non-null handle would be re-initialised, not a new one
-        if isinstance(data, (str, os.PathLike)):
-            status = lib.CodeStreamCreateFromFile(instance, byref(handle), os.fsencode(data), None)
-        else:
-            arr = (
-                data if isinstance(data, np.ndarray) else np.frombuffer(memoryview(data), np.uint8)
-            )
-            if arr.size == 0:
-                continue
-            batch.keep.append(arr)
-            status = lib.CodeStreamCreateFromHostMem(
-                instance, byref(handle), arr.ctypes.data, arr.size, None
-            )
-        if status:
+        if lib.CodeStreamCreateFromHostMem(
+            instance, byref(handle), arr.ctypes.data, arr.size, None
+        ):
             continue
         if lib.CodeStreamGetImageInfo(handle.value, base + i * _INFO_SIZE):
             lib.CodeStreamDestroy(handle.value)

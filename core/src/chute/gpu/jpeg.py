@@ -45,7 +45,7 @@ _DECODE_STREAMS: list[Any] = []
 class ParsedBatch:
     """Encoded samples with their parsed code streams and image shapes."""
 
-    encoded: list[Any]  # bytes, or paths (nvImageCodec reads the files)
+    encoded: list[Any]
     streams: StreamBatch  # handle 0 where the header did not parse
     shapes: np.ndarray  # (N, 2) int64 (height, width); 0 where unknown
     # filled when parse() was given ROIs, so that decode() finds the work done
@@ -54,7 +54,6 @@ class ParsedBatch:
     errors: list[str | None] | None = None
     sub_streams: StreamBatch | None = None  # ROI code streams (or the whole stream)
     rois: list[Any] | None = None  # as requested, (y, x, h, w) or None per sample
-    read_errors: list[str | None] | None = None  # files given by path that could not be read
 
 
 @dataclass
@@ -99,19 +98,11 @@ def _clip_roi(roi: Any, h: int, w: int) -> tuple[int, int, int, int] | None:
 
 
 def decode_cpu(data: Any, roi: Any = None, output_type: str = "RGB") -> np.ndarray:
-    """Decode one encoded image (bytes or a path) on the CPU (OpenCV, then Pillow) to HWC uint8.
-
-    Cropped to ``roi`` (y, x, h, w) when given.
-    """
+    """Decode one encoded image on the CPU (OpenCV, then Pillow) to HWC uint8, cropped to roi."""
     import cv2
 
     output_type = _output_type(output_type)
-    if isinstance(data, (str, os.PathLike)):
-        buf = np.fromfile(os.fspath(data), np.uint8)
-    elif isinstance(data, np.ndarray):
-        buf = data
-    else:
-        buf = np.frombuffer(memoryview(data), np.uint8)
+    buf = np.frombuffer(memoryview(data), np.uint8) if not isinstance(data, np.ndarray) else data
     img = None
     try:
         flag = cv2.IMREAD_GRAYSCALE if output_type == "GRAY" else cv2.IMREAD_COLOR
@@ -232,18 +223,11 @@ class BatchDecoder:
         With ``rois``, also clip them to the images and prepare the ROI code streams, so
         that this host work can run on another thread than :meth:`decode`.
         """
-        encoded = list(encoded)
         streams = parse_batch(encoded)
         shapes = streams.shapes.copy()
-        errors: list[str | None] = [None] * len(encoded)
         for i in np.flatnonzero(streams.handles == 0).tolist():
-            if isinstance(encoded[i], (str, os.PathLike)):  # read it for the CPU fallback
-                try:
-                    encoded[i] = np.fromfile(os.fspath(encoded[i]), np.uint8)
-                except OSError as e:
-                    encoded[i], errors[i] = np.zeros(0, np.uint8), f"cannot read the file: {e}"
             shapes[i] = _shape_from_pil(encoded[i])
-        parsed = ParsedBatch(encoded, streams, shapes, read_errors=errors)
+        parsed = ParsedBatch(list(encoded), streams, shapes)
         if rois is not None:
             self.prepare(parsed, rois)
         return parsed
@@ -257,7 +241,7 @@ class BatchDecoder:
         n = len(parsed.encoded)
         if rois is not None and len(rois) != n:
             raise ValueError(f"got {len(rois)} ROIs for {n} samples")
-        errors = list(parsed.read_errors) if parsed.read_errors else [None] * n
+        errors: list[str | None] = [None] * n
         windows = np.zeros((n, 4), np.float32)
         if rois is not None and n and all(r is not None for r in rois):
             regions = self._clip_all(parsed.shapes, rois, windows, errors)
@@ -270,7 +254,7 @@ class BatchDecoder:
                 try:
                     region = _clip_roi(roi, h, w) if h and w else None
                 except ValueError as e:
-                    errors[i] = errors[i] or str(e)
+                    errors[i] = str(e)
                 regions.append(region)
                 if region is not None:
                     ry, rx, rh, rw = (float(v) for v in roi)

@@ -37,9 +37,6 @@ class Operator:
 
     schema: ClassVar[Schema]
     kind: ClassVar[str] = "sample"
-    # The "mixed" backend takes file paths for input 0 as well as encoded bytes and
-    # reads the files itself (the GPU decoders: nvImageCodec reads outside the GIL).
-    mixed_reads_paths: ClassVar[bool] = False
 
     def __init__(self, *, device: str | None = None, **kwargs: Any) -> None:
         self.schema.check_arg_names(list(kwargs))
@@ -142,7 +139,7 @@ class Operator:
         as it is). An operator may record on ``node`` how to do less work for its
         readers: the CPU image decoders decode at a reduced DCT scale when their only
         reader is a resize to a fixed size (chute.ops.decoders.image_decoders);
-        readers.file leaves files unread for GPU decoders that open them themselves.
+        readers.file reads in helper processes when only GPU decoders use the bytes.
         """
 
     # ---- run time ------------------------------------------------------------------------

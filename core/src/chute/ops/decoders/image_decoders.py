@@ -205,7 +205,6 @@ def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) ->
 class Image(_DecoderBase):
     """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
 
-    mixed_reads_paths = True
     schema = Schema(
         name="decoders.image",
         devices=("cpu", "mixed"),
@@ -368,7 +367,6 @@ class ImageSlice(_DecoderBase):
 class ImageRandomCrop(_DecoderBase):
     """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
 
-    mixed_reads_paths = True
     schema = Schema(
         name="decoders.image_random_crop",
         devices=("cpu", "mixed"),

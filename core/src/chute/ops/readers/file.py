@@ -13,7 +13,11 @@ from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import Operator
+from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
+
+# Helper processes that read the files when only GPU decoders use them (0: this process).
+READ_PROCESSES = 2
 
 IMAGE_FILTERS = (
     "*.jpg",
@@ -150,15 +154,11 @@ class FileReader(Operator):
         return [Spec(np.dtype(np.uint8), 1, None), Spec(np.dtype(np.int32), 1, None)]
 
     def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
-        # When only GPU decoders read the bytes, hand them the paths: nvImageCodec opens
-        # and reads the files on its own threads, outside the GIL. Read here, each file
-        # costs the reader thread several GIL hand-offs (open, stat, map, close), which
-        # behind busy compute threads held a GPU pipeline to half its speed.
+        # When only GPU ("mixed") decoders use the bytes, the pipeline runs fast enough
+        # that reading in a thread of this process would bound it (every system call a
+        # GIL hand-off): helper processes read the files (see read_processes).
         readers = consumers[0]
-        node.defer_reads = bool(readers) and all(
-            c.device == "mixed" and c.op.mixed_reads_paths and c.inputs[0].producer is node
-            for c in readers
-        )
+        node.read_in_processes = bool(readers) and all(c.device == "mixed" for c in readers)
 
     def open(self, node: OpNode, pipeline: Any) -> FileSource:
         files, labels = list_files(node)
@@ -254,7 +254,10 @@ class FileSource(ShardedSource):
     ):
         self.on_error = on_error
         self.use_mmap = not node.arg("dont_use_mmap")
-        self.defer_reads = getattr(node, "defer_reads", False)  # see FileReader.fuse
+        wanted = getattr(node, "read_in_processes", False) and READ_PROCESSES  # see fuse
+        self.processes = (
+            ReadProcesses(READ_PROCESSES) if wanted and ReadProcesses.available() else None
+        )
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         # The default shuffle seed hashes the names relative to file_root, so the
@@ -265,51 +268,31 @@ class FileSource(ShardedSource):
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(lambda i: self.files[i])
-        data, labels = [], []
-        if self.defer_reads:  # read by the decoder (an unreadable file fails there)
-            files, use_mmap = self.files, self.use_mmap
-            data = [EncodedFile(files[s.index], use_mmap) for s in slots]
-            labels = [self.labels[s.index : s.index + 1].copy() for s in slots]
-            return [data, labels], meta
-        for slot, m in zip(slots, meta):
-            try:
-                data.append(self.read(self.files[slot.index]))
-            except OSError as exc:
+        paths = [self.files[s.index] for s in slots]
+        labels = [self.labels[s.index : s.index + 1].copy() for s in slots]
+        data = self.processes.read(paths) if self.processes is not None else None
+        if data is None:
+            data = [self._read(p) for p in paths]
+        for k, (item, m) in enumerate(zip(data, meta)):
+            if isinstance(item, str):  # the file could not be read: the message names it
                 if self.on_error == "raise":
-                    raise
-                data.append(np.zeros(0, np.uint8))
-                m["error"] = (self.node.label, exc)
-            labels.append(self.labels[slot.index : slot.index + 1].copy())
+                    raise OSError(item)
+                data[k] = np.zeros(0, np.uint8)
+                m["error"] = (self.node.label, OSError(item))
         return [data, labels], meta
+
+    def _read(self, path: str) -> np.ndarray | str:
+        try:
+            return self.read(path)
+        except OSError as exc:
+            return str(exc)
+
+    def close(self) -> None:
+        if self.processes is not None:
+            self.processes.close()
 
     def read(self, path: str) -> np.ndarray:
         return read_file(path, self.use_mmap)
-
-
-class EncodedFile(os.PathLike):
-    """A file's encoded bytes not read yet: a sample for decoders that open files themselves.
-
-    ``os.fspath()`` gives the path; ``np.asarray()`` or :meth:`read` reads the bytes,
-    for whatever needs them after all (a CPU fallback decode).
-    """
-
-    __slots__ = ("path", "use_mmap")
-
-    def __init__(self, path: str, use_mmap: bool = False):
-        self.path, self.use_mmap = path, use_mmap
-
-    def __fspath__(self) -> str:
-        return self.path
-
-    def read(self) -> np.ndarray:
-        return read_file(self.path, self.use_mmap)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        data = self.read()
-        return data if dtype is None else data.astype(dtype)
-
-    def __repr__(self) -> str:
-        return f"EncodedFile({self.path!r})"
 
 
 def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
