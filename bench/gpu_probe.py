@@ -65,7 +65,12 @@ def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str, *ext
     gpu_batches.MAX_DECODERS = int(max_decoders)
     for item in extra:
         key, value = item.split("=")
-        gpu_batches.DECODER_OPTIONS[key] = float(value) if "." in value else int(value)
+        for kind in (int, float, str):
+            try:
+                gpu_batches.DECODER_OPTIONS[key] = kind(value)
+                break
+            except ValueError:
+                continue
     file_reader.FileSource.read = {"ext": cached_read, "read": plain_read}.get(mode, REAL_READ)
     file_reader.FileSource.next_batch = REAL_NEXT
     file_reader.FileReader.fuse = REAL_FUSE
@@ -108,6 +113,7 @@ def measure(root: str) -> dict:
         k: round((v["total_time_s"] - before.get(k, {}).get("total_time_s", 0)) * 1000 / 48, 2)
         for k, v in after.items()
     }
+    pipe.close()
     return {"img_per_s": max(reps), "reps": reps, "ms_per_batch_by_op": ops}
 
 
