@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -81,6 +82,40 @@ def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str, *ext
         file_reader.FileSource.next_batch = pooled_reader(int(mode[4:-1]), mode.endswith("m"))
 
 
+TIMES: dict[str, float] = {}
+
+
+def timed(owner: object, name: str, label: str) -> None:
+    """Wrap owner.name to add its wall time (all threads together) to TIMES[label]."""
+    real = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            TIMES[label] = TIMES.get(label, 0.0) + time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+
+def instrument() -> None:
+    """Time the steps of mixed decoding (PROBE_TIMES=1): ms per batch in the output."""
+    import chute.gpu.codec_api as codec_api
+    import chute.gpu.jpeg as jpeg
+    import chute.ops.gpu_backends as backends
+    import chute.ops.readers.read_processes as procs
+
+    timed(backends, "decode_mixed", "decode_mixed")
+    timed(backends, "random_crop_windows", "windows")
+    timed(jpeg.BatchDecoder, "parse", "parse")
+    timed(jpeg.BatchDecoder, "prepare", "prepare")
+    timed(jpeg.BatchDecoder, "_decode_group", "group (lock wait + decode)")
+    timed(codec_api.CodecDecoder, "decode", "nvimgcodec decode")
+    timed(codec_api.StreamBatch, "__del__", "stream destroy")
+    timed(procs.ReadProcesses, "read", "process read")
+
+
 def measure(root: str) -> dict:
     pipe = train_pipeline(root, 256, 16, "gpu")
     it = Iterator(
@@ -101,6 +136,7 @@ def measure(root: str) -> dict:
         step()
     cupy.cuda.Device().synchronize()
     before = pipe.executor_statistics()
+    TIMES.clear()
     reps = []
     for _ in range(3):
         start = time.perf_counter()
@@ -114,11 +150,14 @@ def measure(root: str) -> dict:
         for k, v in after.items()
     }
     pipe.close()
-    return {"img_per_s": max(reps), "reps": reps, "ms_per_batch_by_op": ops}
+    steps = {k: round(v * 1000 / 48, 2) for k, v in TIMES.items()}
+    return {"img_per_s": max(reps), "reps": reps, "ms_per_batch_by_op": ops, "steps": steps}
 
 
 def main() -> None:
     root, out = sys.argv[1], sys.argv[2]
+    if os.environ.get("PROBE_TIMES"):
+        instrument()
     results = {}
     for config in sys.argv[3:]:
         configure(*config.split(","))
