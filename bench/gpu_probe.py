@@ -156,6 +156,8 @@ def measure(root: str) -> dict:
 
 def main() -> None:
     root, out = sys.argv[1], sys.argv[2]
+    if os.environ.get("SWITCH_INTERVAL"):
+        sys.setswitchinterval(float(os.environ["SWITCH_INTERVAL"]))
     if os.environ.get("PROBE_TIMES"):
         instrument()
     results = {}
