@@ -61,3 +61,13 @@ def test_a_dead_worker_makes_the_caller_read_itself(files):
     reader._procs[0].wait()
     assert reader.read(files) is None
     assert reader.broken is not None
+
+
+def test_workers_that_cannot_start_leave_reading_to_the_caller(files, monkeypatch):
+    import chute.ops.readers.read_processes as rp
+
+    monkeypatch.setattr(rp, "_WORKER", "/nonexistent/worker.py")
+    monkeypatch.setattr(rp.sys, "executable", "/nonexistent/python")
+    reader = rp.ReadProcesses(workers=1, blocks=1, block_bytes=1 << 20)
+    assert reader.read(files) is None
+    assert "cannot start" in reader.broken

@@ -85,7 +85,12 @@ class ReadProcesses:
             if self.broken is not None:
                 return None
             if self._procs is None:
-                self._start()
+                try:
+                    self._start()
+                except (OSError, ValueError) as exc:  # e.g. no interpreter to run the workers
+                    self.broken = f"cannot start the reading processes: {exc}"
+                    self.close()
+                    return None
             try:
                 block = self._free.get(timeout=wait_s)
             except queue.Empty:
