@@ -132,3 +132,42 @@ def test_gpu_decoders_open_the_files_themselves(tmp_path):
     os.remove(gone)
     with pytest.raises(Exception, match="gone.jpg"):
         p.run()
+
+
+@pytest.mark.parametrize("policy", [LastBatchPolicy.PARTIAL, LastBatchPolicy.FILL])
+def test_mixed_decoding_skips_bad_samples_and_keeps_batches_aligned(tmp_path, policy):
+    """on_error="skip" with GPU decoding: corrupt files are reported and replaced, every good
+    file comes once per epoch, and each image stays with its own path (labels and paths
+    move with the decoded images)."""
+    from chute import fn, pipeline_def
+
+    (tmp_path / "cls").mkdir()
+    good = []
+    for i in range(7):
+        good.append(str(tmp_path / "cls" / f"good{i}.jpg"))
+        Image.fromarray(np.full((16, 24, 3), 20 + i * 30, np.uint8)).save(good[-1], quality=95)
+    (tmp_path / "cls" / "empty.jpg").write_bytes(b"")
+    (tmp_path / "cls" / "text.jpg").write_bytes(b"hello, not an image")
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=0, seed=0, on_error="skip")
+    def pipe():
+        data, _ = fn.readers.file(file_root=str(tmp_path), random_shuffle=True, name="R")
+        image = fn.decoders.image(data, device="mixed")
+        return image, fn.get_property(data, key="source_info")
+
+    p = pipe()
+    it = Iterator(p, ["image", "path"], reader_name="R", last_batch_policy=policy)
+    for _ in range(2):
+        seen = []
+        for (b,) in it:
+            paths = [str(b["path"].at(i)) for i in range(len(b["path"]))]
+            images = b["image"].as_cpu()
+            for k, path in enumerate(paths):  # each image is the one its path names
+                level = 20 + 30 * int(path.rsplit("good", 1)[1].split(".")[0])
+                assert abs(int(np.asarray(images.at(k)).mean()) - level) <= 3, path
+            seen += paths[: b.real]
+        assert sorted(seen) == good
+        it.reset()
+    reported = sorted(e["path"].rsplit("/", 1)[1] for e in p.errors())
+    assert reported == ["empty.jpg", "empty.jpg", "text.jpg", "text.jpg"]
+    p.close()

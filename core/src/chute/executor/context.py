@@ -105,8 +105,10 @@ class BatchContext:
         pool: Any,
         stream: Any = None,
         device_id: int | None = None,
+        on_error: str = "raise",
     ):
         self.node = node
+        self.on_error = on_error  # "skip" / "warn": a GPU op reports failed samples, see failed
         self.seed = seed
         self.epoch = epoch
         self.iteration = iteration

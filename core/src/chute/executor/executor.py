@@ -314,6 +314,7 @@ class Executor:
             self.pool,
             stream=stream,
             device_id=self.gpu.device_id if self.gpu else None,
+            on_error=node.args.get("on_error") or self.on_error,
         )
         start = perf_counter_ns()
         try:
@@ -333,6 +334,11 @@ class Executor:
             self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
         for i, r in enumerate(result):
             values[(node.id, i)] = r
+        # on_error skip/warn: samples a batch operator could not process (see BatchContext)
+        failed = getattr(result[0], "failed", None)
+        if failed:
+            bad = {i: (node.label, reason) for i, reason in failed.items()}
+            replace_bad_samples(self, batch, values, bad)
 
     # ---- driving -----------------------------------------------------------------------------
     def run(self) -> list[Any]:

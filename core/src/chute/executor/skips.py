@@ -41,7 +41,9 @@ def replace_bad_samples(
             batch.errors.append(entry)
             executor.errors_computed += 1
     lists = [(k, v) for k, v in values.items() if isinstance(v, list) and len(v) == n]
-    if not good and filler is not None and all(k in filler[0] for k, _ in lists):
+    # device batches (TensorListGPU) follow the same moves through gather()
+    gathered = [k for k, v in values.items() if hasattr(v, "gather") and len(v) == n]
+    if not good and filler is not None and not gathered and all(k in filler[0] for k, _ in lists):
         samples, meta = filler
         for i in range(n):
             for k, v in lists:
@@ -61,21 +63,22 @@ def replace_bad_samples(
             batch.iteration,
             RuntimeError(f"every sample of the batch failed; the first: {reason}"),
         )
-    lists = [v for _, v in lists]
+    source = list(range(n))  # output slot -> the sample it takes
     for i in sorted(bad):
-        j = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
-        for v in lists:
-            v[i] = v[j]
+        source[i] = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
         batch.meta[i] = {
-            **batch.meta[j],
+            **batch.meta[source[i]],
             "real": False,
             "replaces": batch.meta[i].get("source_info"),
         }
     order = sorted(range(n), key=lambda k: not batch.meta[k].get("real", True))
-    if order != list(range(n)):
-        for v in lists:
-            v[:] = [v[k] for k in order]
-        batch.meta[:] = [batch.meta[k] for k in order]
+    source = [source[k] for k in order]
+    batch.meta[:] = [batch.meta[k] for k in order]
+    if source != list(range(n)):
+        for _, v in lists:
+            v[:] = [v[k] for k in source]
+        for k in gathered:
+            values[k] = values[k].gather(source)
     _check_error_ratio(executor, batch)
 
 

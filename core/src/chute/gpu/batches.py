@@ -102,6 +102,16 @@ def _decoded_images_class() -> type:
                 self._samples[i] = x
             return x
 
+        def gather(self, indices: list[int]) -> Any:
+            out = type(self)(
+                [self._samples[i] for i in indices],
+                self.shapes[indices],
+                self.stream,
+                self.device_id,
+            )
+            out.keepalive = getattr(self, "keepalive", None)
+            return out
+
         def _wrap_all(self) -> None:
             for i in range(len(self)):
                 self.at(i)

@@ -53,12 +53,14 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
             as_cupy=False,
             on_stream=True,
         )
-    for i, err in enumerate(result.errors):
-        if err is not None:
-            path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
-            raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")
+    failed = {i: err for i, err in enumerate(result.errors) if err is not None}
+    if failed and getattr(ctx, "on_error", "raise") == "raise":
+        i, err = next(iter(failed.items()))
+        path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
+        raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")
     batch = decoded_images(result.images, result.shapes, ctx)
     batch.keepalive = result  # host staging buffers live until the stream has used them
+    batch.failed = failed  # on_error skip/warn: the executor replaces these samples
     return batch
 
 

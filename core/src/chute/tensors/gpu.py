@@ -133,6 +133,13 @@ class TensorListGPU:
             data = self._dense[:n] if self._dense is not None else self._samples[:n]  # type: ignore[index]
         return TensorListGPU(data, self._layout, self.stream, self.device_id)
 
+    def gather(self, indices: list[int]) -> TensorListGPU:
+        """The batch of samples ``indices`` (repeats allowed), e.g. after skipped samples."""
+        data = (
+            self._dense[indices] if self._dense is not None else [self._samples[i] for i in indices]
+        )  # type: ignore[index]
+        return TensorListGPU(data, self._layout, self.stream, self.device_id)
+
     def repeat_last(self, n: int) -> TensorListGPU:
         samples = self.samples()
         samples += [samples[-1]] * (n - len(samples))
