@@ -98,6 +98,11 @@ class FileReader(Operator):
     ``random_shuffle`` each epoch is a full permutation drawn from (``seed``,
     epoch), so every shard must use the same reader seed — the default seed is
     derived from the file list, so shards agree without setting one.
+
+    Reading runs ahead of the compute stage on the reader thread; when only GPU
+    ("mixed") decoders use the bytes, two helper processes read the files into
+    shared memory instead (chute.ops.readers.read_processes), so that reading
+    costs the pipeline's GIL almost nothing.
     """
 
     kind = "source"
