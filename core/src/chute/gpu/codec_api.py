@@ -32,6 +32,7 @@ from chute.gpu.codec_layout import BACKENDS, CPU_ONLY_DEVICE, SAMPLE_FORMATS
 __all__ = [
     "CPU_ONLY_DEVICE",
     "CodecDecoder",
+    "DecodeJob",
     "DeviceImage",
     "StreamBatch",
     "api",
@@ -282,12 +283,23 @@ class CodecDecoder:
         """Decode samples ``index`` of ``streams``; returns their images (None: failed) and buffer.
 
         ``allocate(nbytes)`` returns the buffer all images go into (a CuPy array on the
-        decode stream, or NumPy for host decoding) — one allocation per batch.
+        decode stream, or NumPy for host decoding) — one allocation per batch. The three
+        steps are public so that callers sharing a decoder hold it only for :meth:`run`.
         """
+        job = self.prepare(streams, index, output_type, allocate, cuda_stream)
+        return self.finish(job, self.run(job))
+
+    def prepare(
+        self,
+        streams: StreamBatch,
+        index: Sequence[int],
+        output_type: str,
+        allocate: Any,
+        cuda_stream: int = 0,
+    ) -> DecodeJob:
+        """Allocate the batch's buffer and describe its output images (no decoder needed)."""
         lib = self._lib
         n = len(index)
-        if n == 0:
-            return [], None
         sample_format, color_spec, c = SAMPLE_FORMATS[output_type]
         idx = np.asarray(index, np.int64)
         hw = streams.shapes[idx].copy()
@@ -296,8 +308,11 @@ class CodecDecoder:
         sizes = hw[:, 0] * hw[:, 1] * c
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])  # images 256-byte aligned
-        buffer = allocate(int(offsets[-1]))
-        base_ptr = buffer.data.ptr if hasattr(buffer.data, "ptr") else buffer.ctypes.data
+        job = DecodeJob(n, hw, c, offsets)
+        if n == 0:
+            return job
+        job.buffer = buffer = allocate(int(offsets[-1]))
+        job.base = buffer.data.ptr if hasattr(buffer.data, "ptr") else buffer.ctypes.data
         template = L.header(L.ImageInfo(), L.IMAGE_INFO)
         template.color_spec, template.sample_format, template.num_planes = (
             color_spec,
@@ -313,43 +328,76 @@ class CodecDecoder:
         _u32(infos, _INFO_HEIGHT, _INFO_SIZE)[:] = hw[:, 0]
         _u32(infos, _INFO_WIDTH, _INFO_SIZE)[:] = hw[:, 1]
         _u64(infos, _INFO_STRIDE, _INFO_SIZE)[:] = hw[:, 1] * c
-        _u64(infos, _INFO_BUFFER, _INFO_SIZE)[:] = base_ptr + offsets[:-1]
+        _u64(infos, _INFO_BUFFER, _INFO_SIZE)[:] = job.base + offsets[:-1]
         _u64(infos, _INFO_STREAM, _INFO_SIZE)[:] = cuda_stream
-        images = (c_void_p * n)()
-        srcs = (c_void_p * n)(*streams.handles[idx].tolist())
+        job.sources = (c_void_p * n)(*streams.handles[idx].tolist())
+        job.images = images = (c_void_p * n)()
         info_base = infos.ctypes.data
-        made = 0
+        handle = c_void_p()
         try:
             for k in range(n):
-                handle = c_void_p()
+                handle.value = None
                 lib.check(
                     lib.ImageCreate(lib.instance, byref(handle), info_base + k * _INFO_SIZE),
                     "ImageCreate",
                 )
                 images[k] = handle.value
-                made += 1
-            future = c_void_p()
+                job.made += 1
+        except BaseException:
+            self.finish(job, None)
+            raise
+        return job
+
+    def run(self, job: DecodeJob) -> np.ndarray | None:
+        """Decode a prepared job (the only step that needs this decoder); per-image statuses."""
+        lib = self._lib
+        n = job.n
+        if n == 0:
+            return None
+        future = c_void_p()
+        lib.check(
+            lib.DecoderDecode(
+                self._handle, job.sources, job.images, n, byref(self._decode_params), byref(future)
+            ),
+            "DecoderDecode",
+        )
+        try:
+            lib.check(lib.FutureWaitForAll(future), "FutureWaitForAll")
+            statuses = np.zeros(n, np.uint32)
+            size = c_size_t(n)
             lib.check(
-                lib.DecoderDecode(
-                    self._handle, srcs, images, n, byref(self._decode_params), byref(future)
-                ),
-                "DecoderDecode",
+                lib.FutureGetProcessingStatus(future, statuses.ctypes.data, byref(size)),
+                "FutureGetProcessingStatus",
             )
-            try:
-                lib.check(lib.FutureWaitForAll(future), "FutureWaitForAll")
-                statuses = np.zeros(n, np.uint32)
-                size = c_size_t(n)
-                lib.check(
-                    lib.FutureGetProcessingStatus(future, statuses.ctypes.data, byref(size)),
-                    "FutureGetProcessingStatus",
-                )
-            finally:
-                lib.FutureDestroy(future)
         finally:
-            for k in range(made):
-                lib.ImageDestroy(images[k])
+            lib.FutureDestroy(future)
+        return statuses
+
+    def finish(
+        self, job: DecodeJob, statuses: np.ndarray | None
+    ) -> tuple[list[DeviceImage | None], Any]:
+        """Free the job's image descriptions; its images (None where decoding failed) and buffer."""
+        lib = self._lib
+        for k in range(job.made):
+            lib.ImageDestroy(job.images[k])
+        job.made = 0
+        if job.n == 0 or statuses is None:
+            return [], job.buffer
         ok = (statuses == L.SUCCESS).tolist()
-        ptrs = (base_ptr + offsets[:-1]).tolist()
-        shapes = [(h, w, c) for h, w in hw.tolist()]
+        ptrs = (job.base + job.offsets[:-1]).tolist()
+        c, buffer = job.channels, job.buffer
+        shapes = [(h, w, c) for h, w in job.hw.tolist()]
         out = [DeviceImage(buffer, p, s) if good else None for p, s, good in zip(ptrs, shapes, ok)]
         return out, buffer
+
+
+class DecodeJob:
+    """A batch prepared for :meth:`CodecDecoder.run`: its buffer and image descriptions."""
+
+    def __init__(self, n: int, hw: np.ndarray, channels: int, offsets: np.ndarray):
+        self.n, self.hw, self.channels, self.offsets = n, hw, channels, offsets
+        self.buffer: Any = None
+        self.base = 0
+        self.sources: Any = None
+        self.images: Any = None
+        self.made = 0  # image descriptions created (and still to destroy)

@@ -425,8 +425,15 @@ class BatchDecoder:
             with cupy.cuda.Device(self.device_id), stream:
                 return cupy.empty(nbytes, np.uint8)
 
-        with lock:
-            images, buffer = decoder.decode(streams, idx, out_type, allocate, stream.ptr)
+        # Only the decode itself holds the shared decoder: describing the images before
+        # and freeing the descriptions after overlap with another lane's decode.
+        job = decoder.prepare(streams, idx, out_type, allocate, stream.ptr)
+        statuses = None
+        try:
+            with lock:
+                statuses = decoder.run(job)
+        finally:
+            images, buffer = decoder.finish(job, statuses)
         keep: list[Any] = []
         if on_host and buffer is not None:
             with cupy.cuda.Device(self.device_id):
