@@ -149,7 +149,10 @@ def measure(root: str) -> dict:
         k: round((v["total_time_s"] - before.get(k, {}).get("total_time_s", 0)) * 1000 / 48, 2)
         for k, v in after.items()
     }
+    sources = pipe._executor.sources.values() if getattr(pipe, "_executor", None) else []
+    fallbacks = sum(getattr(getattr(s, "processes", None), "fallbacks", 0) for s in sources)
     pipe.close()
+    TIMES["reader fallbacks (count)"] = fallbacks * 48 / 1000
     steps = {k: round(v * 1000 / 48, 2) for k, v in TIMES.items()}
     return {"img_per_s": max(reps), "reps": reps, "ms_per_batch_by_op": ops, "steps": steps}
 

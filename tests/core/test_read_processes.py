@@ -45,6 +45,7 @@ def test_blocks_come_back_when_their_last_view_is_gone(files):
     kept = first[3]  # one file's view keeps its whole block in use
     second = reader.read(files)
     assert reader.read(files, wait_s=0.01) is None  # both blocks in use: caller reads itself
+    assert reader.fallbacks == 1
     del first, second
     gc.collect()
     third = reader.read(files, wait_s=0.01)  # the second block is free again

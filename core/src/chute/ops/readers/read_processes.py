@@ -50,6 +50,7 @@ class ReadProcesses:
         self._free: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self.broken: str | None = None  # why the processes stopped serving, if they did
+        self.fallbacks = 0  # batches left to the caller because every block was in use
 
     @staticmethod
     def available() -> bool:
@@ -94,6 +95,7 @@ class ReadProcesses:
             try:
                 block = self._free.get(timeout=wait_s)
             except queue.Empty:
+                self.fallbacks += 1
                 return None
             try:
                 return self._read(paths, block)
