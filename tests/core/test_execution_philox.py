@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from chute import fn, pipeline_def
-from chute.executor import executor as executor_module
+from chute.executor import compute as compute_module
 from chute.executor import philox
 from chute.executor.context import BatchContext, sample_generator
 from chute.ops.decoders.crop_window import random_crop_window
@@ -110,7 +110,7 @@ def test_batched_coin_flips_equal_per_sample_coin_flips(tmp_path, monkeypatch):
         return out
 
     fast = run()
-    monkeypatch.setattr(executor_module, "supports_batched", lambda node: False)
+    monkeypatch.setattr(compute_module, "supports_batched", lambda node: False)
     slow = run()
     for a, b in zip(fast, slow):
         for x, y in zip(a, b):

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from chute.executor.compute import as_list
 from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
-from chute.executor.executor import _as_list
 from chute.executor.workers import WorkerPool
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode
@@ -346,8 +346,8 @@ class DebugPipeline(Pipeline):
         """A per-sample CPU operator over the batch, on the worker pool (as a CPU segment)."""
         n = self._batch_size_for(node, cur)
         meta = self._sample_meta(cur, n)
-        ins = [_as_list(d.value) for d in node.inputs]
-        arg_ins = {k: _as_list(d.value) for k, d in node.arg_inputs.items()}
+        ins = [as_list(d.value) for d in node.inputs]
+        arg_ins = {k: as_list(d.value) for k, d in node.arg_inputs.items()}
         outs: list[list[Any]] = [[None] * n for _ in node.outputs]
         seed = node.args.get("seed", self.seed)
         state = self._state(node)
@@ -379,7 +379,7 @@ class DebugPipeline(Pipeline):
         """A batch-level CPU operator, a GPU operator or a transfer."""
         n = self._batch_size_for(node, cur)
         inputs = [d.value for d in node.inputs]
-        columns = {k: _as_list(d.value) for k, d in node.arg_inputs.items()}
+        columns = {k: as_list(d.value) for k, d in node.arg_inputs.items()}
         gpu = self._gpu_context() if node.device in ("gpu", "mixed") else None
         ctx = BatchContext(
             node,

@@ -18,19 +18,12 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
 
-import numpy as np
-
-from chute.executor.batched import batched_values, supports_batched
-from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
-from chute.executor.dense import BatchSlots, SlotContext
-from chute.executor.lanes import NoLock, Sequencer, current_lane, lane_count, set_current_lane
-from chute.executor.plan import Plan, Step
-from chute.executor.skips import replace_bad_samples
+from chute.executor.compute import BatchCompute
+from chute.executor.context import OperatorError
+from chute.executor.lanes import NoLock, Sequencer, lane_count, set_current_lane
+from chute.executor.plan import Plan
 from chute.executor.stats import ExecutorStats
 from chute.executor.workers import WorkerPool
-from chute.graph.node import DataNode, OpNode
-from chute.ops._base import ArgView
-from chute.tensors.cpu import TensorListCPU
 
 logger = logging.getLogger("chute")
 
@@ -58,7 +51,7 @@ class Failure:
     error: BaseException
 
 
-class Executor:
+class Executor(BatchCompute):
     """Runs one built plan; owns the sources, the worker pool and the stage threads."""
 
     def __init__(self, plan: Plan, pipeline: Any):
@@ -162,183 +155,6 @@ class Executor:
         )
         self.iteration += 1
         return batch
-
-    # ---- compute stage ---------------------------------------------------------------------
-    def compute(self, batch: SourceBatch) -> list[Any]:
-        values = dict(batch.values)
-        dense: dict[int, np.ndarray] = {}  # node id -> its output as one batch array
-        with self._lanes_lock:
-            self.samples_seen += sum(1 for m in batch.meta if m.get("real", True))
-        for step in self.plan.steps:
-            if step.kind == "segment":
-                self._run_segment(step, values, batch, dense)
-            else:
-                self._run_batch_step(step.nodes[0], values, batch)
-        outputs = [self._output(o, values, batch, dense) for o in self.plan.outputs]
-        batch.values = {}  # the encoded inputs are not needed any more
-        return outputs
-
-    def _output(self, out: DataNode, values: dict, batch: SourceBatch, dense: dict) -> Any:
-        value = values[(out.producer.id, out.index)]
-        if isinstance(value, list):
-            layout = self.plan.spec(out).layout or ""
-            array = dense.get(out.producer.id)
-            return TensorListCPU(value if array is None else array, layout, meta=batch.meta)
-        return value
-
-    def _run_segment(
-        self, step: Step, values: dict, batch: SourceBatch, dense: dict | None = None
-    ) -> None:
-        n = batch.size
-        nodes = step.nodes
-        for node in nodes:
-            for i in range(len(node.outputs)):
-                values[(node.id, i)] = [None] * n
-        slots = {node.id: BatchSlots(n) for node in nodes if node.id in self._slot_nodes and n}
-        # random sources with constant arguments: drawn for the whole batch at once
-        batched = [node for node in nodes if supports_batched(node)] if n else []
-        for node in batched:
-            start = perf_counter_ns()
-            seed = node.args.get("seed", self.seed)
-            values[(node.id, 0)][:] = batched_values(
-                node, seed, batch.epoch, batch.iteration, batch.meta[:n]
-            )
-            rec = self.stats.local()[node.id]
-            rec[0] += perf_counter_ns() - start
-            rec[1] += n
-        if batched:
-            nodes = [node for node in nodes if node not in batched]
-        plans = [
-            (
-                node,
-                [values[(d.producer.id, d.index)] for d in node.inputs],
-                {k: values[(d.producer.id, d.index)] for k, d in node.arg_inputs.items()},
-                [values[(node.id, i)] for i in range(len(node.outputs))],
-                node.args.get("seed", self.seed),
-                self.node_state.get(node.id),
-                node.schema.maskable,
-                slots.get(node.id),
-            )
-            for node in nodes
-        ]
-        current = [None] * n
-        bad: dict[int, tuple[str, BaseException | str]] = {}
-        thread_stats = self.stats.local
-
-        def work(i: int) -> None:
-            if batch.meta[i].get("error"):
-                bad[i] = batch.meta[i]["error"]
-                return
-            acc = thread_stats()  # this worker's own counters: no lock per sample
-            start = perf_counter_ns()  # one clock read per node: each node's end starts the next
-            for node, ins, arg_ins, outs, seed, state, maskable, node_slots in plans:
-                current[i] = node
-                try:
-                    self._run_sample(
-                        node, ins, arg_ins, outs, seed, state, maskable, batch, i, node_slots
-                    )
-                except Exception as exc:
-                    if (node.args.get("on_error") or self.on_error) == "raise":
-                        raise
-                    bad[i] = (node.label, exc)
-                    return
-                end = perf_counter_ns()
-                rec = acc[node.id]
-                rec[0] += end - start
-                rec[1] += 1
-                start = end
-
-        if plans:
-            failures = self.pool.run(work, n)
-        else:  # every node was drawn for the batch: only the reader's failures remain
-            failures = []
-            bad.update({i: m["error"] for i, m in enumerate(batch.meta[:n]) if m.get("error")})
-        if failures:
-            i, exc = failures[0]
-            if isinstance(exc, OperatorError):
-                raise exc
-            info = batch.meta[i].get("source_info") if i < len(batch.meta) else None
-            raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
-        if bad:
-            replace_bad_samples(self, batch, values, bad, self._fillers.get(id(step)))
-        for node_id, node_slots in slots.items():
-            array = node_slots.dense(values[(node_id, 0)])
-            if array is not None and dense is not None:
-                dense[node_id] = array
-        with self._lanes_lock:
-            for node in step.nodes:
-                self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
-        if n:
-            # copies of samples in a batch array: a view would keep the whole batch alive
-            self._fillers[id(step)] = (
-                {
-                    k: v[0].copy() if k[0] in slots else v[0]
-                    for k, v in values.items()
-                    if isinstance(v, list) and len(v) == n
-                },
-                batch.meta[0],
-            )
-
-    def _run_sample(
-        self, node, ins, arg_ins, outs, seed, state, maskable, batch, i, slots=None
-    ) -> None:
-        """Run one node on sample ``i`` and store its outputs."""
-        args = ArgView(node.schema, node.args, {k: v[i] for k, v in arg_ins.items()})
-        inputs = tuple(v[i] for v in ins)
-        if maskable and not args["mask"]:
-            result: Any = inputs[0]
-        else:
-            where = (node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i])
-            ctx = SampleContext(*where) if slots is None else SlotContext(*where, slots=slots)
-            result = node.op.run_sample(inputs, args, ctx)
-        if len(outs) == 1:
-            outs[0][i] = result
-        else:
-            for o, r in zip(outs, result):
-                o[i] = r
-
-    def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch) -> None:
-        inputs = [values[(d.producer.id, d.index)] for d in node.inputs]
-        columns = {
-            k: _as_list(values[(d.producer.id, d.index)]) for k, d in node.arg_inputs.items()
-        }
-        args = BatchArgs(node, columns, batch.size)
-        stream = self.gpu.lane_stream(current_lane()) if self.gpu else None
-        ctx = BatchContext(
-            node,
-            node.args.get("seed", self.seed),
-            batch.epoch,
-            batch.iteration,
-            self.node_state.get(node.id),
-            batch.meta,
-            self.pool,
-            stream=stream,
-            device_id=self.gpu.device_id if self.gpu else None,
-            on_error=node.args.get("on_error") or self.on_error,
-        )
-        start = perf_counter_ns()
-        try:
-            if node.device in ("gpu", "mixed"):
-                with self.gpu.activate(stream):
-                    result = node.op.run_gpu(inputs, args, ctx)
-            else:
-                result = node.op.run_batch(inputs, args, ctx)
-        except OperatorError:
-            raise
-        except Exception as exc:
-            raise OperatorError(node, None, batch.iteration, exc) from exc
-        if len(node.outputs) == 1:
-            result = [result]
-        # GPU steps: host time to queue the work (kernels run asynchronously on the stream).
-        with self._lanes_lock:
-            self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
-        for i, r in enumerate(result):
-            values[(node.id, i)] = r
-        # on_error skip/warn: samples a batch operator could not process (see BatchContext)
-        failed = getattr(result[0], "failed", None)
-        if failed:
-            bad = {i: (node.label, reason) for i, reason in failed.items()}
-            replace_bad_samples(self, batch, values, bad)
 
     # ---- driving -----------------------------------------------------------------------------
     def run(self) -> list[Any]:
@@ -503,9 +319,3 @@ class Executor:
         self.pool.close()
         if self.gpu is not None:
             self.gpu.close()
-
-
-def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, list):
-        return value
-    return [value.at(i) for i in range(len(value))]
