@@ -121,7 +121,8 @@ def test_batched_coin_flips_equal_per_sample_coin_flips(tmp_path, monkeypatch):
 
 
 def test_clip_all_equals_clip_roi():
-    from chute.gpu.jpeg import BatchDecoder, _clip_roi
+    from chute.gpu.cpu_decode import clip_roi as _clip_roi
+    from chute.gpu.jpeg import BatchDecoder
 
     rng = np.random.default_rng(2)
     n = 400

@@ -19,7 +19,6 @@ Output images are HWC ``uint8`` CuPy arrays ordered on the given CUDA stream.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import threading
 from collections.abc import Sequence
@@ -30,11 +29,17 @@ from typing import Any
 import numpy as np
 
 from chute.gpu.codec_api import CodecDecoder, DeviceImage, StreamBatch, parse_batch
+from chute.gpu.cpu_decode import (
+    clip_roi,
+    decode_and_upload,
+    decode_cpu,
+    output_type_name,
+    shape_from_pil,
+)
 from chute.gpu.runtime import nvimgcodec_module, require_gpu
 
 __all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
 
-_OUTPUT_TYPES = ("RGB", "BGR", "GRAY")
 # Decoded images free their memory in the order of the stream they were decoded on, so
 # that stream must outlive every image: each BatchDecoder decodes on a stream of its own
 # that is kept here for the life of the process, and the caller's stream waits on it.
@@ -75,57 +80,6 @@ class DecodedBatch:
     keepalive: list[Any] = field(default_factory=list, repr=False)
     # (N, 3) int64 (height, width, channels) of each image; 0 where it failed
     shapes: np.ndarray | None = None
-
-
-def _output_type(output_type: Any) -> str:
-    name = str(getattr(output_type, "name", output_type)).upper()
-    if name not in _OUTPUT_TYPES:
-        raise ValueError(
-            f"output_type must be one of {', '.join(_OUTPUT_TYPES)}; got {output_type!r}"
-        )
-    return name
-
-
-def _clip_roi(roi: Any, h: int, w: int) -> tuple[int, int, int, int] | None:
-    """Return the ROI clipped to the image as (y0, x0, y1, x1), or None for the full image."""
-    if roi is None:
-        return None
-    y, x, rh, rw = (round(float(v)) for v in roi)
-    y0, x0, y1, x1 = max(y, 0), max(x, 0), min(y + rh, h), min(x + rw, w)
-    if y1 <= y0 or x1 <= x0:
-        raise ValueError(f"ROI {tuple(roi)} does not overlap the {h}x{w} image")
-    return y0, x0, y1, x1
-
-
-def decode_cpu(data: Any, roi: Any = None, output_type: str = "RGB") -> np.ndarray:
-    """Decode one encoded image on the CPU (OpenCV, then Pillow) to HWC uint8, cropped to roi."""
-    import cv2
-
-    output_type = _output_type(output_type)
-    buf = np.frombuffer(memoryview(data), np.uint8) if not isinstance(data, np.ndarray) else data
-    img = None
-    try:
-        flag = cv2.IMREAD_GRAYSCALE if output_type == "GRAY" else cv2.IMREAD_COLOR
-        img = cv2.imdecode(buf, flag)
-    except cv2.error:
-        img = None
-    if img is None:
-        from PIL import Image, ImageOps
-
-        with Image.open(io.BytesIO(buf.tobytes())) as pil:
-            pil = ImageOps.exif_transpose(pil)
-            img = np.asarray(pil.convert("L" if output_type == "GRAY" else "RGB"))
-        if output_type == "BGR":
-            img = img[..., ::-1]
-    elif output_type == "RGB":
-        img = img[..., ::-1]
-    if img.ndim == 2:
-        img = img[..., None]
-    region = _clip_roi(roi, img.shape[0], img.shape[1])
-    if region is not None:
-        y0, x0, y1, x1 = region
-        img = img[y0:y1, x0:x1]
-    return img
 
 
 class BatchDecoder:
@@ -226,7 +180,7 @@ class BatchDecoder:
         streams = parse_batch(encoded)
         shapes = streams.shapes.copy()
         for i in np.flatnonzero(streams.handles == 0).tolist():
-            shapes[i] = _shape_from_pil(encoded[i])
+            shapes[i] = shape_from_pil(encoded[i])
         parsed = ParsedBatch(list(encoded), streams, shapes)
         if rois is not None:
             self.prepare(parsed, rois)
@@ -252,7 +206,7 @@ class BatchDecoder:
                 roi = None if rois is None else rois[i]
                 region = None
                 try:
-                    region = _clip_roi(roi, h, w) if h and w else None
+                    region = clip_roi(roi, h, w) if h and w else None
                 except ValueError as e:
                     errors[i] = str(e)
                 regions.append(region)
@@ -315,7 +269,7 @@ class BatchDecoder:
         is freed in its order.
         """
         cupy = self._cupy
-        out_type = _output_type(output_type)
+        out_type = output_type_name(output_type)
         parsed = batch if isinstance(batch, ParsedBatch) else self.parse(batch)
         if parsed.regions is None or rois is not None:
             self.prepare(parsed, rois)
@@ -454,33 +408,8 @@ class BatchDecoder:
             else (region[0], region[1], region[2] - region[0], region[3] - region[1])
         )
         return self._pool.submit(
-            _decode_and_upload, self._cupy, self.device_id, data, roi, out_type, stream
+            decode_and_upload, self._cupy, self.device_id, data, roi, out_type, stream
         )
-
-
-def _decode_and_upload(
-    cupy: Any, device_id: int, data: Any, roi: Any, out_type: str, stream: Any
-) -> tuple[Any, Any]:
-    """Decode on this CPU thread, stage in pinned memory, upload asynchronously on stream."""
-    import cupyx
-
-    img = decode_cpu(data, roi, out_type)
-    host = cupyx.empty_pinned(img.shape, np.uint8)
-    np.copyto(host, img)
-    with cupy.cuda.Device(device_id):
-        dev = cupy.empty(img.shape, np.uint8)
-        dev.set(host, stream=stream)
-    return dev, host
-
-
-def _shape_from_pil(data: Any) -> tuple[int, int]:
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(bytes(memoryview(data)))) as im:
-            return im.height, im.width
-    except Exception:
-        return 0, 0
 
 
 _decoders: dict[tuple, BatchDecoder] = {}
