@@ -8,13 +8,54 @@ same batches, the same ``len()`` and the same real-sample counts.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
 
-__all__ = ["Batch", "Iterator", "LastBatchPolicy"]
+__all__ = [
+    "Batch",
+    "Iterator",
+    "LastBatchPolicy",
+    "empty_batch",
+    "output_specs",
+    "pipelines_for_shard",
+]
+
+# What a plugin iterator takes: pipelines, or ``fn(shard_id=..., num_shards=...)``.
+PipelineSource = Pipeline | Sequence[Pipeline] | Callable[..., Pipeline]
+
+
+def pipelines_for_shard(
+    pipelines: PipelineSource, shard: Callable[[], tuple[int, int]]
+) -> Pipeline | list[Pipeline]:
+    """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` with ``shard()``.
+
+    ``shard`` is the framework's ``(shard_id, num_shards)`` of this process (its
+    distributed rank and world size), asked only when ``pipelines`` is a callable.
+    """
+    if isinstance(pipelines, Pipeline):
+        return pipelines
+    if callable(pipelines):
+        shard_id, num_shards = shard()
+        return pipelines(shard_id=shard_id, num_shards=num_shards)
+    return list(pipelines)
+
+
+def output_specs(pipeline: Pipeline, output_map: Sequence[str]) -> dict[str, Any]:
+    """Build-time Spec (dtype, ndim, layout; None = unknown) of each named pipeline output."""
+    pipeline.build()
+    return {name: pipeline._plan.spec(node) for name, node in zip(output_map, pipeline._outputs)}
+
+
+def empty_batch(batch: Any, spec: Any) -> np.ndarray:
+    """An empty batch (a PARTIAL batch on a short shard) with the output's build-time dtype and ndim."""
+    dtype = spec.dtype if spec is not None and spec.dtype is not None else batch.dtype
+    ndim = spec.ndim if spec is not None and spec.ndim is not None else batch.ndim
+    return np.empty((0,) * (ndim + 1), dtype=dtype)
 
 
 class Batch(dict):

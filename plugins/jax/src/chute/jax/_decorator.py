@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-from chute.jax._iterator import DataIterator, batch_devices, shard_info
+from chute.jax._iterator import DataIterator, batch_devices, shard_info, slice_devices
 from chute.pipeline import PIPELINE_ARGS, pipeline_def
 from chute.types import LastBatchPolicy
 
@@ -98,10 +98,4 @@ def data_iterator(
 
 def batch_devices_global(sharding: jax.sharding.Sharding, global_batch: int) -> list[jax.Device]:
     """All devices (of every process) holding distinct batch slices, in slice order."""
-    index_map = sharding.devices_indices_map((global_batch,))
-    starts: dict[int, jax.Device] = {}
-    for device, index in index_map.items():
-        start = index[0].start or 0
-        if start not in starts or device.id < starts[start].id:
-            starts[start] = device
-    return [starts[s] for s in sorted(starts)]
+    return slice_devices(sharding.devices_indices_map((global_batch,)))

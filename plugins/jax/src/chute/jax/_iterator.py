@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
-from chute.iteration import Batch, Iterator
+from chute.iteration import Batch, Iterator, PipelineSource, pipelines_for_shard
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
-
-PipelineSource = Pipeline | Sequence[Pipeline] | Callable[..., Pipeline]
 
 
 def shard_info() -> tuple[int, int]:
@@ -23,11 +21,17 @@ def shard_info() -> tuple[int, int]:
 
 def batch_devices(sharding: jax.sharding.Sharding, global_batch: int) -> list[jax.Device]:
     """This process's devices in the order of the batch slices they hold (one pipeline each)."""
-    index_map = sharding.addressable_devices_indices_map((global_batch,))
+    return slice_devices(sharding.addressable_devices_indices_map((global_batch,)))
+
+
+def slice_devices(index_map: dict[jax.Device, Any]) -> list[jax.Device]:
+    """One device per distinct batch slice of a sharding's index map, in slice order.
+
+    Replicated over other mesh axes, a slice is read by the first of its devices.
+    """
     starts: dict[int, jax.Device] = {}
     for device, index in index_map.items():
         start = index[0].start or 0
-        # replicated over other mesh axes: the first device of a slice reads it
         if start not in starts or device.id < starts[start].id:
             starts[start] = device
     return [starts[s] for s in sorted(starts)]
@@ -86,9 +90,7 @@ class DataIterator(Iterator):
         sharding: jax.sharding.Sharding | None = None,
         pad_ragged: bool = False,
     ):
-        if not isinstance(pipelines, Pipeline) and callable(pipelines):
-            shard_id, num_shards = shard_info()
-            pipelines = pipelines(shard_id=shard_id, num_shards=num_shards)
+        pipelines = pipelines_for_shard(pipelines, shard_info)
         pipes = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
         self.sharding = sharding
         self.pad_ragged = pad_ragged

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import paddle
-from chute.iteration import Iterator
+from chute.iteration import (
+    Iterator,
+    PipelineSource,
+    empty_batch,
+    output_specs,
+    pipelines_for_shard,
+)
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
-
-PipelineSource = Pipeline | Sequence[Pipeline] | Callable[..., Pipeline]
 
 
 def shard_info() -> tuple[int, int]:
@@ -24,18 +28,7 @@ def shard_info() -> tuple[int, int]:
 
 def build_pipelines(pipelines: PipelineSource) -> Pipeline | list[Pipeline]:
     """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` for this rank's shard."""
-    if isinstance(pipelines, Pipeline):
-        return pipelines
-    if callable(pipelines):
-        shard_id, num_shards = shard_info()
-        return pipelines(shard_id=shard_id, num_shards=num_shards)
-    return list(pipelines)
-
-
-def output_specs(pipeline: Pipeline, output_map: Sequence[str]) -> dict[str, Any]:
-    """Build-time Spec (dtype, ndim, layout; None = unknown) of each named pipeline output."""
-    pipeline.build()
-    return {name: pipeline._plan.spec(node) for name, node in zip(output_map, pipeline._outputs)}
+    return pipelines_for_shard(pipelines, shard_info)
 
 
 def _from_dlpack(array: Any) -> paddle.Tensor:
@@ -51,9 +44,7 @@ def to_paddle(
 ) -> paddle.Tensor | list[paddle.Tensor]:
     """A TensorList as one paddle.Tensor (zero-copy DLPack import), or a list when ragged."""
     if len(batch) == 0:
-        dtype = spec.dtype if spec is not None and spec.dtype is not None else batch.dtype
-        ndim = spec.ndim if spec is not None and spec.ndim is not None else batch.ndim
-        return paddle.to_tensor(np.empty((0,) * (ndim + 1), dtype=dtype))
+        return paddle.to_tensor(empty_batch(batch, spec))
     if batch.is_dense_tensor():
         return _from_dlpack(batch)
     if not pad_ragged:
@@ -118,29 +109,5 @@ class DataIterator(Iterator):
 class ClassificationIterator(DataIterator):
     """A :class:`DataIterator` over pipelines with two outputs, named ``"data"`` and ``"label"``."""
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-        pad_ragged: bool = False,
-    ):
-        super().__init__(
-            pipelines,
-            ["data", "label"],
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-            pad_ragged=pad_ragged,
-        )
+    def __init__(self, pipelines: PipelineSource, **kwargs: Any):
+        super().__init__(pipelines, ["data", "label"], **kwargs)

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from chute.iteration import Iterator
+from chute.iteration import Iterator, PipelineSource, empty_batch, output_specs
 from chute.pipeline import Pipeline
-from chute.tf._iterator import PipelineSource, build_pipelines, empty_batch, output_specs
+from chute.tf._iterator import build_pipelines
 from chute.types import LastBatchPolicy
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from chute.iteration import Iterator
+from chute.iteration import (
+    Iterator,
+    PipelineSource,
+    empty_batch,
+    output_specs,
+    pipelines_for_shard,
+)
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
-
-PipelineSource = Pipeline | Sequence[Pipeline] | Callable[..., Pipeline]
 
 
 def shard_info(input_context: tf.distribute.InputContext | None = None) -> tuple[int, int]:
@@ -26,25 +30,7 @@ def build_pipelines(
     pipelines: PipelineSource, input_context: tf.distribute.InputContext | None = None
 ) -> Pipeline | list[Pipeline]:
     """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` for this input pipeline."""
-    if isinstance(pipelines, Pipeline):
-        return pipelines
-    if callable(pipelines):
-        shard_id, num_shards = shard_info(input_context)
-        return pipelines(shard_id=shard_id, num_shards=num_shards)
-    return list(pipelines)
-
-
-def output_specs(pipeline: Pipeline, output_map: Sequence[str]) -> dict[str, Any]:
-    """Build-time Spec (dtype, ndim, layout; None = unknown) of each named pipeline output."""
-    pipeline.build()
-    return {name: pipeline._plan.spec(node) for name, node in zip(output_map, pipeline._outputs)}
-
-
-def empty_batch(batch: Any, spec: Any) -> np.ndarray:
-    """An empty PARTIAL batch with the output's build-time dtype and ndim."""
-    dtype = spec.dtype if spec is not None and spec.dtype is not None else batch.dtype
-    ndim = spec.ndim if spec is not None and spec.ndim is not None else batch.ndim
-    return np.empty((0,) * (ndim + 1), dtype=dtype)
+    return pipelines_for_shard(pipelines, lambda: shard_info(input_context))
 
 
 _TF_ALIGNMENT = 64  # bytes; Eigen's requirement for CPU tensors
