@@ -54,7 +54,7 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
             on_stream=True,
         )
     failed = {i: err for i, err in enumerate(result.errors) if err is not None}
-    if failed and getattr(ctx, "on_error", "raise") == "raise":
+    if failed and ctx.on_error == "raise":
         i, err = next(iter(failed.items()))
         path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
         raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")

@@ -259,10 +259,9 @@ class FileSource(ShardedSource):
     ):
         self.on_error = on_error
         self.use_mmap = not node.arg("dont_use_mmap")
-        wanted = getattr(node, "read_in_processes", False) and READ_PROCESSES  # see fuse
-        self.processes = (
-            ReadProcesses(READ_PROCESSES) if wanted and ReadProcesses.available() else None
-        )
+        self.processes = None  # helper processes reading the files, see FileReader.fuse
+        if getattr(node, "read_in_processes", False) and READ_PROCESSES:
+            self.processes = ReadProcesses(READ_PROCESSES) if ReadProcesses.available() else None
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         # The default shuffle seed hashes the names relative to file_root, so the
