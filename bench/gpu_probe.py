@@ -2,6 +2,7 @@
 
     python bench/gpu_probe.py DATA_DIR OUT.json LANES,HW_LOAD,HW_ROI,MAX_DECODERS,MODE[,KEY=VALUE...] ...
 
+KEY=VALUE: BatchDecoder options, or switch=MS (the switch interval decoders set; none).
 MODE: defer (readers.file default: helper processes read the files), procN (N of them),
 mmap (this process's reader thread
 maps the files), read (the reader reads them), ext (encoded bytes cached in memory
@@ -21,6 +22,7 @@ import cupy
 
 import chute.executor.lanes as lanes
 import chute.gpu.batches as gpu_batches
+import chute.gpu.runtime as runtime
 import chute.ops.readers.file as file_reader
 from chute import Iterator, LastBatchPolicy
 from chute.benchmark.pipelines import train_pipeline
@@ -64,14 +66,20 @@ def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str, *ext
     gpu_batches.DECODER_OPTIONS.clear()
     gpu_batches.DECODER_OPTIONS["hw_roi"] = roi == "1"
     gpu_batches.MAX_DECODERS = int(max_decoders)
+    sys.setswitchinterval(0.005)  # the interpreter's default; decoders lower it (switch=)
+    runtime.SWITCH_INTERVAL = 0.0002
     for item in extra:
         key, value = item.split("=")
+        if key == "switch":  # chute.gpu.runtime.SWITCH_INTERVAL in ms, "none": leave it
+            runtime.SWITCH_INTERVAL = None if value == "none" else float(value) / 1000
+            continue
         for kind in (int, float, str):
             try:
                 gpu_batches.DECODER_OPTIONS[key] = kind(value)
                 break
             except ValueError:
                 continue
+    runtime.quick_gil_handoff()  # as a new decoder would (decoders are pooled across runs)
     file_reader.FileSource.read = {"ext": cached_read, "read": plain_read}.get(mode, REAL_READ)
     file_reader.FileSource.next_batch = REAL_NEXT
     file_reader.FileReader.fuse = REAL_FUSE
@@ -110,7 +118,8 @@ def instrument() -> None:
     timed(backends, "random_crop_windows", "windows")
     timed(jpeg.BatchDecoder, "parse", "parse")
     timed(jpeg.BatchDecoder, "prepare", "prepare")
-    timed(jpeg.BatchDecoder, "_decode_group", "group (lock wait + decode)")
+    timed(jpeg.BatchDecoder, "_decode_group", "group (queue wait + decode)")
+    timed(codec_api.CodecDecoder, "run", "decode call (decoder thread)")
     timed(codec_api.CodecDecoder, "decode", "nvimgcodec decode")
     timed(codec_api.StreamBatch, "__del__", "stream destroy")
     timed(procs.ReadProcesses, "read", "process read")
@@ -159,8 +168,6 @@ def measure(root: str) -> dict:
 
 def main() -> None:
     root, out = sys.argv[1], sys.argv[2]
-    if os.environ.get("SWITCH_INTERVAL"):
-        sys.setswitchinterval(float(os.environ["SWITCH_INTERVAL"]))
     if os.environ.get("PROBE_TIMES"):
         instrument()
     results = {}

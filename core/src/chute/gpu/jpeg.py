@@ -36,7 +36,7 @@ from chute.gpu.cpu_decode import (
     output_type_name,
     shape_from_pil,
 )
-from chute.gpu.runtime import nvimgcodec_module, require_gpu
+from chute.gpu.runtime import nvimgcodec_module, quick_gil_handoff, require_gpu
 
 __all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
 
@@ -141,14 +141,21 @@ class BatchDecoder:
         cuda = ["gpu", "hybrid"]
         if cuda_backend == "hybrid":
             cuda.reverse()
-        # group name -> (decoder, lock); a decoder object serves one call at a time
-        self._groups: dict[str, tuple[Any, threading.Lock]] = {}
-        if self.hw_decoder_load > 0:
-            self._groups["hw"] = (make(["hw", *cuda], num_threads), threading.Lock())
-        if self.hw_decoder_load < 1:
-            self._groups["cuda"] = (make(cuda, num_threads), threading.Lock())
-        if cpu_share > 0 and cpu_backend == "nvimgcodec":
-            self._groups["cpu"] = (make(["cpu"], cpu_threads), threading.Lock())
+        # group name -> (decoder, the thread that runs its decode calls). A decoder serves
+        # one call at a time, and a thread that does nothing else takes the GIL back
+        # soonest when a call returns (see chute.gpu.runtime.quick_gil_handoff).
+        self._groups: dict[str, tuple[Any, ThreadPoolExecutor]] = {}
+        kinds = {"hw": ["hw", *cuda], "cuda": cuda, "cpu": ["cpu"]}
+        wanted = {
+            "hw": self.hw_decoder_load > 0,
+            "cuda": self.hw_decoder_load < 1,
+            "cpu": cpu_share > 0 and cpu_backend == "nvimgcodec",
+        }
+        for name in (k for k, on in wanted.items() if on):
+            threads = cpu_threads if name == "cpu" else num_threads
+            runner = ThreadPoolExecutor(1, thread_name_prefix=f"chute-decode-{name}")
+            self._groups[name] = (make(kinds[name], threads), runner)
+        quick_gil_handoff()
         workers = (
             cpu_threads or (os.cpu_count() or 4) if cpu_share > 0 and cpu_backend == "opencv" else 2
         )
@@ -159,14 +166,19 @@ class BatchDecoder:
             self._stream = self._cupy.cuda.Stream(non_blocking=True)
         _DECODE_STREAMS.append(self._stream)
 
+    def _pools(self) -> list[ThreadPoolExecutor]:
+        groups = getattr(self, "_groups", {})
+        pools = [getattr(self, "_group_pool", None), getattr(self, "_pool", None)]
+        return [p for p in pools if p is not None] + [runner for _, runner in groups.values()]
+
     def close(self) -> None:
         """Release the worker threads (the nvImageCodec decoders go with the object)."""
-        self._group_pool.shutdown(wait=True)
-        self._pool.shutdown(wait=True)
+        for pool in self._pools():
+            pool.shutdown(wait=True)
 
     def __del__(self) -> None:
         # join the threads that used the decoders before the decoders are destroyed
-        for pool in (getattr(self, "_group_pool", None), getattr(self, "_pool", None)):
+        for pool in self._pools():
             if pool is not None:
                 with contextlib.suppress(RuntimeError):  # collected on one of its own threads
                     pool.shutdown(wait=True)
@@ -365,7 +377,7 @@ class BatchDecoder:
         Returns the (index, image) pairs and what must live as long as the images' use on
         ``stream``: the CPU group decodes into pinned memory, uploaded in one copy.
         """
-        decoder, lock = self._groups[name]
+        decoder, runner = self._groups[name]
         whole = name == "hw" and not self.hw_roi
         streams = parsed.streams if whole else parsed.sub_streams
         cupy = self._cupy
@@ -379,14 +391,15 @@ class BatchDecoder:
             with cupy.cuda.Device(self.device_id), stream:
                 return cupy.empty(nbytes, np.uint8)
 
-        # Only the decode itself holds the shared decoder: describing the images before
+        # Only the decode itself runs on the decoder's thread: describing the images before
         # and freeing the descriptions after overlap with another lane's decode.
         job = decoder.prepare(streams, idx, out_type, allocate, stream.ptr)
         statuses = None
+        running = runner.submit(decoder.run, job)
         try:
-            with lock:
-                statuses = decoder.run(job)
+            statuses = running.result()
         finally:
+            wait([running])  # never free the descriptions under a running decode
             images, buffer = decoder.finish(job, statuses)
         keep: list[Any] = []
         if on_host and buffer is not None:
