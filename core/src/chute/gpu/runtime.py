@@ -138,7 +138,7 @@ def release_streams(owner: object) -> None:
 # The interpreter's switch interval (seconds) once a GPU decoder exists; None leaves it.
 # A decode call lets go of the GIL for ~13 ms a batch; when it returns, its thread waits
 # for the GIL up to the switch interval behind any busy Python thread (5 ms by default),
-# and the hardware decoder idles meanwhile. On an H100 (.tools/raw_decode3.py, decoding
+# and the hardware decoder idles meanwhile. On an H100 (bench/decode_gil_probe.py, decoding
 # on its own thread beside three busy Python threads): 9.1k img/s at 5 ms, 10.8k at 1 ms,
 # 19.1k at 0.2 ms, against 20.2k with no busy thread.
 SWITCH_INTERVAL: float | None = 0.0002
