@@ -96,6 +96,7 @@ class Arithmetic(Operator):
 
     schema = Schema(
         name="math",
+        devices=("cpu", "gpu"),
         inputs=("operands",),
         min_inputs=1,
         variadic=True,
@@ -141,6 +142,11 @@ class Arithmetic(Operator):
             shapes = [tuple(v.shape) if isinstance(v, np.ndarray) else "scalar" for v in values]
             raise ValueError(f"operands of '{op}' do not broadcast: shapes {shapes}") from exc
         return np.asarray(out).astype(dtype, copy=False)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_math
+
+        return gpu_math.arithmetic_gpu(self, inputs, args, ctx)
 
 
 def _operands(template: tuple, inputs: list) -> list:

@@ -28,6 +28,11 @@ class Cast(Operator):
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         return convert(inputs[0], args["dtype"])
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_color
+
+        return gpu_color.cast_gpu(self, inputs, args, ctx)
+
 
 def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``x`` as ``dtype``: round to nearest and saturate when going from float to integer."""

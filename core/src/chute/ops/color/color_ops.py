@@ -81,6 +81,20 @@ class _ColorOp(Operator):
     def apply(self, image: np.ndarray, args: ArgView, dtype: Any) -> np.ndarray:
         raise NotImplementedError
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_color
+
+        return gpu_color.color_matrix_gpu(self, inputs, args, ctx)
+
+
+class _AffineColorOp(_ColorOp):
+    """Brightness and contrast: an affine map of every element (GPU: one affine launch)."""
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_color
+
+        return gpu_color.brightness_contrast_gpu(self, inputs, args, ctx)
+
 
 class ColorTwist(_ColorOp):
     """Adjusts hue, saturation, brightness and contrast of RGB/BGR images in one pass.
@@ -91,6 +105,7 @@ class ColorTwist(_ColorOp):
 
     schema = Schema(
         name="color_twist",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("brightness", "float", 1.0, "Brightness multiplier (0 = black)."),
@@ -120,6 +135,7 @@ class Hsv(_ColorOp):
 
     schema = Schema(
         name="hsv",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("hue", "float", 0.0, "Hue delta in degrees (wraps around 360)."),
@@ -141,6 +157,7 @@ class Hue(_ColorOp):
 
     schema = Schema(
         name="hue",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(Arg("hue", "float", 0.0, "Hue change in degrees."), _IMAGE_TYPE, _DTYPE, _MASK),
     )
@@ -154,6 +171,7 @@ class Saturation(_ColorOp):
 
     schema = Schema(
         name="saturation",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("saturation", "float", 1.0, "Saturation multiplier."),
@@ -185,7 +203,7 @@ _CONTRAST_CENTER = Arg(
 )
 
 
-class BrightnessContrast(_ColorOp):
+class BrightnessContrast(_AffineColorOp):
     """Adjusts brightness and contrast.
 
     ``out = brightness_shift * out_range + brightness * (out_range / in_range) *
@@ -195,6 +213,7 @@ class BrightnessContrast(_ColorOp):
 
     schema = Schema(
         name="brightness_contrast",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(_BRIGHTNESS, _BRIGHTNESS_SHIFT, _CONTRAST, _CONTRAST_CENTER, _DTYPE, _MASK),
     )
@@ -210,11 +229,12 @@ class BrightnessContrast(_ColorOp):
         )
 
 
-class Brightness(_ColorOp):
+class Brightness(_AffineColorOp):
     """Adjusts brightness: ``out = brightness_shift * out_range + brightness * in``."""
 
     schema = Schema(
         name="brightness",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(_BRIGHTNESS, _BRIGHTNESS_SHIFT, _DTYPE, _MASK),
     )
@@ -223,11 +243,12 @@ class Brightness(_ColorOp):
         return kernels.brightness(image, args["brightness"], args["brightness_shift"], dtype=dtype)
 
 
-class Contrast(_ColorOp):
+class Contrast(_AffineColorOp):
     """Adjusts contrast: ``out = contrast_center + contrast * (in - contrast_center)``."""
 
     schema = Schema(
         name="contrast",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(_CONTRAST, _CONTRAST_CENTER, _DTYPE, _MASK),
     )
@@ -241,6 +262,7 @@ class ColorSpaceConversion(Operator):
 
     schema = Schema(
         name="color_space_conversion",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg(
@@ -275,6 +297,11 @@ class ColorSpaceConversion(Operator):
         if image.ndim == 2 and image_type_channels(args["image_type"]) == 1:
             image = image[:, :, None]
         return color_space_conversion(image, args["image_type"], args["output_type"])
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_color
+
+        return gpu_color.color_space_conversion_gpu(self, inputs, args, ctx)
 
 
 class LookupTable(Operator):
