@@ -108,6 +108,7 @@ class Normalize(Operator):
 
     schema = Schema(
         name="normalize",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("mean", "any", None, "Mean (scalar or array broadcastable to the input)."),
@@ -195,6 +196,11 @@ class Normalize(Operator):
         if failures:
             raise failures[0][1]
         return out  # type: ignore[return-value]
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_math
+
+        return gpu_math.normalize_gpu(self, inputs, args, ctx)
 
 
 def _arg_array(args: ArgView, name: str) -> np.ndarray | None:
