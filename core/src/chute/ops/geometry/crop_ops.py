@@ -57,6 +57,7 @@ class Crop(Operator):
 
     schema = Schema(
         name="crop",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("crop", "float_list", None, "Window size (H, W), or one value for both."),
@@ -108,6 +109,11 @@ class Crop(Operator):
             rounding=args["rounding"],
         )
         return out if args["dtype"] is None else cast_to(out, args["dtype"])
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_geometry
+
+        return gpu_geometry.crop_gpu(self, inputs, args, ctx)
 
 
 class Slice(LayoutAware):
@@ -245,6 +251,7 @@ class Pad(LayoutAware):
     kind = "batch"
     schema = Schema(
         name="pad",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("axes", "int_list", None, "Axes to pad (default: all).", per_sample=False),
@@ -301,6 +308,11 @@ class Pad(LayoutAware):
         if failures:
             raise failures[0][1]
         return out
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_geometry
+
+        return gpu_geometry.pad_gpu(self, inputs, args, ctx)
 
 
 class Erase(LayoutAware):

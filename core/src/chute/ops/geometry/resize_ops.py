@@ -186,6 +186,7 @@ class ResizeCropMirror(_ResizeBase):
 
     schema = Schema(
         name="resize_crop_mirror",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             *_SIZE_ARGS,
@@ -217,6 +218,11 @@ class ResizeCropMirror(_ResizeBase):
             **_size_kwargs(args),
             **_filter_kwargs(args),
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_geometry
+
+        return gpu_geometry.resize_crop_mirror_gpu(self, inputs, args, ctx)
 
 
 class RandomResizedCrop(_ResizeBase):

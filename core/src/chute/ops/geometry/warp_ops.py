@@ -52,6 +52,7 @@ class WarpAffine(_ImageOp):
 
     schema = Schema(
         name="warp_affine",
+        devices=("cpu", "gpu"),
         inputs=("input", "matrix_in"),
         min_inputs=1,
         args=(
@@ -79,6 +80,11 @@ class WarpAffine(_ImageOp):
             border=args["border"],
         )
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_geometry
+
+        return gpu_geometry.warp_affine_gpu(self, inputs, args, ctx)
+
 
 class Rotate(_ImageOp):
     """Rotates images counter-clockwise by ``angle`` degrees about their centres.
@@ -89,6 +95,7 @@ class Rotate(_ImageOp):
 
     schema = Schema(
         name="rotate",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("angle", "float", REQUIRED, "Counter-clockwise angle in degrees."),
@@ -111,6 +118,11 @@ class Rotate(_ImageOp):
             fill_value=args["fill_value"],
             border=args["border"],
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_geometry
+
+        return gpu_geometry.rotate_gpu(self, inputs, args, ctx)
 
 
 class Jitter(_ImageOp):

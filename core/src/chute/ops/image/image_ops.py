@@ -43,6 +43,7 @@ class GaussianBlur(Operator):
 
     schema = Schema(
         name="gaussian_blur",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("sigma", "float_list", (0.0,), "Standard deviation, one value or (H, W)."),
@@ -96,6 +97,11 @@ class GaussianBlur(Operator):
         if image.ndim == 4:
             return np.stack([gaussian_blur(frame, *params) for frame in image])
         return gaussian_blur(image, *params)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_geometry
+
+        return gpu_geometry.gaussian_blur_gpu(self, inputs, args, ctx)
 
 
 class Normalize(Operator):
