@@ -1,6 +1,8 @@
 """One nvImageCodec decoder beside busy Python threads: img/s by thread layout, switch interval.
 
-    python bench/decode_gil_probe.py DATA_DIR   (GPU machine; 4,096 JPEGs of make_dataset.py)
+    python bench/decode_gil_probe.py DATA_DIR [--share]   (GPU machine; make_dataset.py JPEGs)
+
+--share: the hardware decoder beside a CPU or CUDA decoder on two threads, by share.
 
 seq: one thread prepares, decodes and frees; split: a thread that only runs the decode
 calls, fed by another (what chute.gpu.jpeg does). "hogs" are threads running pure Python.
@@ -12,6 +14,7 @@ import queue
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from ctypes import byref, c_size_t, c_void_p
 from pathlib import Path
 
@@ -183,8 +186,6 @@ def pipelined(check=None):
     return len(data) / (time.perf_counter() - t0)
 
 
-
-
 def split_threads():
     """prep thread: prepare+finish; decode thread: submit+wait only."""
     q_in, q_out = queue.Queue(4), queue.Queue(4)
@@ -221,16 +222,70 @@ def split_threads():
     return len(data) / (time.perf_counter() - t0)
 
 
-seq(record=True)
-print("seq no hog            img/s {:.0f} submit {:.2f} ms wait {:.2f} ms".format(*seq()))
-print(f"split no hog          img/s {split_threads():.0f}")
-for interval in (0.005, 0.001, 0.0002):
-    sys.setswitchinterval(interval)
-    for hogs in (1, 3):
-        print(f"--- switch {interval * 1e3:.1f} ms, {hogs} hog(s)")
-        print(
-            "seq                   img/s {:.0f} submit {:.2f} ms wait {:.2f} ms".format(
-                *with_hog(seq, hogs)
+_others: dict = {}
+
+
+def shared(others: str, share: float, threads: int = 0) -> float:
+    """The hardware decoder and a second decoder ("cpu" or "cuda") on two threads at once.
+
+    Each batch: the first (1 - share) samples to the hardware decoder, the rest to the
+    other one (CPU: libjpeg-turbo into pinned memory; cuda: nvJPEG on the SMs).
+    """
+    kinds = {"cpu": [("cpu", 1.0)], "cuda": [("gpu", 1.0), ("hybrid", 1.0)]}[others]
+    if others not in _others:  # made once: a new decoder's first batches are slow
+        _others[others] = CodecDecoder(0, kinds, threads, "", host=others == "cpu")
+    other = _others[others]
+    import cupyx
+
+    def host_alloc(n):
+        return cupyx.empty_pinned(n, np.uint8)
+
+    pool = ThreadPoolExecutor(2)
+    t0 = time.perf_counter()
+    for k, (_sb, sub) in enumerate(prepared):
+        s = streams[k % 3]
+        m = round(256 * (1 - share))
+        jobs = [
+            (dec, dec.prepare(sub, range(m), "RGB", alloc_on(s), s.ptr)),
+            (
+                other,
+                other.prepare(
+                    sub, range(m, 256), "RGB", host_alloc if others == "cpu" else alloc_on(s), s.ptr
+                ),
+            ),
+        ]
+        runs = [pool.submit(d.run, j) for d, j in jobs]
+        for (d, j), r in zip(jobs, runs):
+            d.finish(j, r.result())
+    for s in streams:
+        s.synchronize()
+    pool.shutdown()
+    return len(data) / (time.perf_counter() - t0)
+
+
+if "--share" in sys.argv:
+    seq(), shared("cpu", 0.2), shared("cuda", 0.2)  # warm-up
+    for _ in range(2):
+        print(f"hw alone              img/s {seq()[0]:.0f}")
+        for others, share in (
+            ("cpu", 0.1),
+            ("cpu", 0.2),
+            ("cpu", 0.3),
+            ("cuda", 0.1),
+            ("cuda", 0.2),
+        ):
+            print(f"hw + {others} {share:.1f}          img/s {shared(others, share):.0f}")
+else:
+    seq(record=True)
+    print("seq no hog            img/s {:.0f} submit {:.2f} ms wait {:.2f} ms".format(*seq()))
+    print(f"split no hog          img/s {split_threads():.0f}")
+    for interval in (0.005, 0.001, 0.0002):
+        sys.setswitchinterval(interval)
+        for hogs in (1, 3):
+            print(f"--- switch {interval * 1e3:.1f} ms, {hogs} hog(s)")
+            print(
+                "seq                   img/s {:.0f} submit {:.2f} ms wait {:.2f} ms".format(
+                    *with_hog(seq, hogs)
+                )
             )
-        )
-        print(f"split                 img/s {with_hog(split_threads, hogs):.0f}")
+            print(f"split                 img/s {with_hog(split_threads, hogs):.0f}")

@@ -105,14 +105,18 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
 
 
 def _fuse(nodes: list[OpNode], outputs: list[DataNode]) -> None:
-    """Show each node which nodes read each of its outputs (None: the pipeline returns it)."""
+    """Show each node which nodes read each of its outputs (None: the pipeline returns it).
+
+    Readers are fused before their producers, so a producer sees what its readers decided
+    (a mixed decoder decodes regions for a resize that a crop took over: ops/gpu_fusion.py).
+    """
     readers: dict[tuple[int, int], list[OpNode] | None] = {}
     for node in nodes:
         for d in _dependencies(node):
             readers.setdefault((d.producer.id, d.index), []).append(node)
     for out in outputs:
         readers[(out.producer.id, out.index)] = None
-    for node in nodes:
+    for node in reversed(nodes):
         node.op.fuse(node, [readers.get((node.id, k), []) for k in range(len(node.outputs))])
 
 

@@ -105,6 +105,8 @@ _INFO_SIZE = ctypes.sizeof(L.ImageInfo)
 _INFO_WIDTH = L.offset(L.ImageInfo, "plane_info", "width")
 _INFO_HEIGHT = L.offset(L.ImageInfo, "plane_info", "height")
 _INFO_ROTATED = L.offset(L.ImageInfo, "orientation", "rotated")
+_INFO_FLIP_X = L.offset(L.ImageInfo, "orientation", "flip_x")
+_INFO_FLIP_Y = L.offset(L.ImageInfo, "orientation", "flip_y")
 _INFO_STRIDE = L.offset(L.ImageInfo, "plane_info", "row_stride")
 _INFO_BUFFER = L.offset(L.ImageInfo, "buffer")
 _INFO_STREAM = L.offset(L.ImageInfo, "cuda_stream")
@@ -133,6 +135,7 @@ class StreamBatch:
         self.handles = np.zeros(n, np.uint64)  # 0: the header did not parse
         self.shapes = np.zeros((n, 2), np.int64)  # (height, width) before EXIF rotation
         self.rotated = np.zeros(n, np.int32)
+        self.flipped = np.zeros(n, bool)  # EXIF orientation mirrors the image
         self.keep: list[Any] = []  # the encoded bytes: code streams point into them
         self._owned: list[int] | None = None  # indices whose handles it frees (None: all)
 
@@ -144,6 +147,7 @@ class StreamBatch:
         out.keep = [self]
         out.shapes[:] = self.shapes
         out.rotated[:] = self.rotated
+        out.flipped[:] = self.flipped
         views = np.zeros(n * _VIEW_SIZE, np.uint8)
         template = L.header(L.CodeStreamView(), L.CODE_STREAM_VIEW)
         L.header(template.region, L.REGION)
@@ -216,6 +220,9 @@ def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
     batch.shapes[:, 1] = _u32(infos, _INFO_WIDTH, _INFO_SIZE)
     batch.shapes[batch.handles == 0] = 0
     batch.rotated[:] = _u32(infos, _INFO_ROTATED, _INFO_SIZE).view(np.int32)
+    batch.flipped[:] = (
+        _u32(infos, _INFO_FLIP_X, _INFO_SIZE) | _u32(infos, _INFO_FLIP_Y, _INFO_SIZE)
+    ) != 0
     return batch
 
 

@@ -40,9 +40,16 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
         raise ValueError("device='mixed' decodes to uint8; cast afterwards for other types")
     if out_type not in ("RGB", "BGR", "GRAY"):
         raise ValueError(f"device='mixed' supports output_type RGB, BGR or GRAY, not {out_type}")
+    region_resize = getattr(ctx.node, "region_resize", None)
+    origins = None
     with _decoders.use(ctx.device_id, args["hw_decoder_load"]) as decoder:
         parsed = decoder.parse(list(encoded))
         rois = random_crop_windows(parsed.shapes, args, ctx) if random_crop else None
+        if region_resize is not None:  # only what a fused resize + crop reads
+            from chute.ops.gpu_fusion import decode_regions
+
+            turned = (parsed.streams.rotated != 0) | parsed.streams.flipped
+            rois, origins = decode_regions(region_resize, parsed.shapes, turned)
         # Decode on the lane's own stream (the executor keeps it alive): two lanes
         # decode at once, and the kernels after this follow in stream order.
         result = decoder.decode(
@@ -60,6 +67,10 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
         raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")
     batch = decoded_images(result.images, result.shapes, ctx)
     batch.keepalive = result  # host staging buffers live until the stream has used them
+    if origins is not None:  # images decoded as regions: where each lies in its image
+        whole = np.array([r is None for r in rois])
+        batch.origins = origins
+        batch.full_shapes = np.where(whole[:, None], result.shapes[:, :2], parsed.shapes)
     batch.failed = failed  # on_error skip/warn: the executor replaces these samples
     return batch
 
@@ -142,9 +153,13 @@ def image_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     return decode_mixed(inputs, args, ctx)
 
 
-def _interp(a: Any) -> str:
+def _filters(a: Any) -> dict:
+    """The resampling arguments of kernels.resize_batch from fn.resize's arguments."""
     name = str(a["interp_type"] if a.given("interp_type") else "linear")
-    return {"nn": "nn", "linear": "linear", "cubic": "cubic"}.get(name, "linear")
+    return {
+        "interp": {"nn": "nn", "linear": "linear", "cubic": "cubic"}.get(name, "linear"),
+        "antialias": bool(a["antialias"]) if a.given("antialias") else True,
+    }
 
 
 def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -154,11 +169,16 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     from chute.ops.geometry.resize_ops import _size_kwargs
 
     (batch,) = inputs
+    first = args.sample(0)
+    if getattr(ctx.node, "fused_crop", None) is not None:  # the crop resamples (gpu_fusion)
+        from chute.ops.gpu_fusion import pending_resize
+
+        sizes_of = lambda hw: output_sizes(hw, _size_kwargs(first))  # noqa: E731
+        return pending_resize(batch, sizes_of, _filters(first), first["dtype"] or batch.dtype, ctx)
     dense = dense_array(batch)
     samples = dense if dense is not None else raw_samples(batch)
     shapes = sample_shapes(batch)
     n = len(shapes)
-    first = args.sample(0)
     if not args.columns:
         # constant arguments: one size per distinct input size, no per-sample arguments
         sizes = output_sizes(shapes[:, :2], _size_kwargs(first))
@@ -178,8 +198,7 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     out = kernels.resize_batch(
         samples,
         tuple(int(v) for v in sizes[0]) if uniform else sizes,
-        interp=_interp(first),
-        antialias=bool(first["antialias"]) if first.given("antialias") else True,
+        **_filters(first),
         windows=None if windows is None else _fill_windows(windows, shapes),
         dtype=to_dtype(first["dtype"] or batch.dtype),
         stream=ctx.stream,
@@ -295,8 +314,7 @@ def random_resized_crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     out = kernels.resize_batch(
         samples,
         (int(size[0]), int(size[1])),
-        interp=_interp(first),
-        antialias=bool(first["antialias"]) if first.given("antialias") else True,
+        **_filters(first),
         windows=np.asarray(windows, np.float32),
         dtype=to_dtype(first["dtype"] or batch.dtype),
         stream=ctx.stream,
@@ -308,44 +326,54 @@ def _value(args: Any, name: str, i: int) -> Any:
     return args.sample(i)[name] if args.is_per_sample(name) else args[name]
 
 
-def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
-    """fn.crop_mirror_normalize on the GPU: crop + mirror + normalize + layout + cast, one launch."""
-    from chute.gpu import kernels
-
-    (batch,) = inputs
-    dense = dense_array(batch)
-    samples = dense if dense is not None else raw_samples(batch)
-    shapes = sample_shapes(batch)
-    n = len(shapes)
-    channels = int(shapes[0, 2]) if n else 3
-    per_sample = any(
-        args.is_per_sample(k) for k in ("crop", "crop_h", "crop_w", "mean", "std", "scale", "shift")
-    )
-    rows = range(n) if per_sample else range(min(n, 1))
-    crops, mean, std = [], [], []
-    for i in rows:
-        h, w = (int(v) for v in shapes[i, :2])
-        crop = _value(args, "crop", i)
-        ch = crop[0] if crop else (_value(args, "crop_h", i) or h)
-        cw = crop[1] if crop else (_value(args, "crop_w", i) or w)
-        crops.append((round(ch), round(cw)))
+def _mean_std(args: Any, n: int, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    """crop_mirror_normalize's mean and std folded with scale and shift: (C,) or (N, C)."""
+    per_sample = any(args.is_per_sample(k) for k in ("mean", "std", "scale", "shift"))
+    mean, std = [], []
+    for i in range(n) if per_sample else range(1):
         m = np.asarray(_value(args, "mean", i), np.float32)
         s = np.asarray(_value(args, "std", i), np.float32) / _value(args, "scale", i)
         # (x - m) / s * scale + shift == (x - m') / s' with s' = s / scale, m' = m - shift * s'
         mean.append(np.broadcast_to(m - _value(args, "shift", i) * s, (channels,)))
         std.append(np.broadcast_to(s, (channels,)))
-    if len(set(crops)) > 1:
+    return (np.stack(mean), np.stack(std)) if per_sample else (mean[0], std[0])
+
+
+def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
+    """fn.crop_mirror_normalize on the GPU: crop + mirror + normalize + layout + cast, one launch."""
+    from chute.gpu import kernels
+    from chute.ops.gpu_fusion import PendingResize
+
+    (batch,) = inputs
+    if isinstance(batch, PendingResize):  # a fused resize: resample the crops from its input
+        fused = _resize_crop_gpu(batch, args, ctx)
+        if fused is not None:
+            return fused
+        batch = batch.materialize()  # a crop leaves some image: the unfused way
+    dense = dense_array(batch)
+    samples = dense if dense is not None else raw_samples(batch)
+    shapes = sample_shapes(batch)
+    n = len(shapes)
+    channels = int(shapes[0, 2]) if n else 3
+    per_sample = any(args.is_per_sample(k) for k in ("crop", "crop_h", "crop_w"))
+    crops = set()
+    for i in range(n) if per_sample else range(min(n, 1)):
+        h, w = (int(v) for v in shapes[i, :2])
+        crop = _value(args, "crop", i)
+        ch = crop[0] if crop else (_value(args, "crop_h", i) or h)
+        cw = crop[1] if crop else (_value(args, "crop_w", i) or w)
+        crops.add((round(ch), round(cw)))
+    if len(crops) > 1:
         raise ValueError(
-            f"on the GPU every sample needs the same crop size, got {sorted(set(crops))[:4]}"
+            f"on the GPU every sample needs the same crop size, got {sorted(crops)[:4]}"
         )
-    if not crops:
-        crops = [(0, 0)]
+    crop_hw = crops.pop() if crops else (0, 0)
     if args["out_of_bounds_policy"] == "error":
-        outside = (shapes[:, 0] < crops[0][0]) | (shapes[:, 1] < crops[0][1])
+        outside = (shapes[:, 0] < crop_hw[0]) | (shapes[:, 1] < crop_hw[1])
         if outside.any():
             i = int(np.argmax(outside))
             raise ValueError(
-                f"sample {i}: crop window {crops[0]} leaves the {shapes[i, 0]}x{shapes[i, 1]} "
+                f"sample {i}: crop window {crop_hw} leaves the {shapes[i, 0]}x{shapes[i, 1]} "
                 "image; set out_of_bounds_policy='pad'"
             )
     pos = np.stack(
@@ -356,18 +384,47 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
         axis=1,
     )
     fill = np.asarray(_value(args, "fill_values", 0), np.float32)
+    mean, std = _mean_std(args, n, channels)
     out = kernels.crop_mirror_normalize_batch(
         samples,
-        crops[0],
+        crop_hw,
         crop_pos=pos,
         mirror=np.asarray(args.column("mirror"), bool),
-        mean=np.stack(mean) if per_sample else mean[0],
-        std=np.stack(std) if per_sample else std[0],
+        mean=mean,
+        std=std,
         dtype=to_dtype(args["dtype"]),
         layout=args["output_layout"],
         fill=float(fill[0]) if fill.size == 1 else fill,
         out_channels=4 if args["pad_output"] else None,
         stream=ctx.stream,
+    )
+    return _wrap(out, args["output_layout"], ctx)
+
+
+def _resize_crop_gpu(batch: Any, args: Any, ctx: Any) -> Any:
+    """A resize and this crop in one resampling launch; None where a crop leaves its image."""
+    from chute.gpu import kernels
+
+    windows, fits = batch.crop_windows(ctx.node)
+    if not fits:
+        return None
+    source = batch.source
+    dense = dense_array(source)
+    shapes = sample_shapes(source)
+    mean, std = _mean_std(args, len(shapes), int(shapes[0, 2]) if len(shapes) else 3)
+    crop = ctx.node.arg("crop")
+    crop_hw = crop if crop else (ctx.node.arg("crop_h"), ctx.node.arg("crop_w"))
+    out = kernels.resize_crop_mirror_normalize(
+        dense if dense is not None else raw_samples(source),
+        windows,
+        (round(crop_hw[0]), round(crop_hw[1])),
+        mirror=np.asarray(args.column("mirror"), bool),
+        mean=mean,
+        std=std,
+        dtype=to_dtype(args["dtype"]),
+        layout=args["output_layout"],
+        stream=ctx.stream,
+        **batch.filters,
     )
     return _wrap(out, args["output_layout"], ctx)
 

@@ -172,9 +172,12 @@ class _DecoderBase(Operator):
         # the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that
         # large: the inverse DCT does most of the downscaling, the resize the rest.
         from chute.ops.geometry.resize_ops import fixed_output_size
+        from chute.ops.gpu_fusion import region_decoded_resize
 
         node.downscale_to = None
         readers = consumers[0]
+        # mixed: decode only the region a fused resize + crop reads (ops/gpu_fusion.py)
+        node.region_resize = region_decoded_resize(node, readers)
         if node.arg("dct_scaling") and node.device == "cpu" and readers and len(readers) == 1:
             node.downscale_to = fixed_output_size(readers[0], node)
 

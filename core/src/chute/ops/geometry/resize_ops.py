@@ -175,6 +175,13 @@ class Resize(_ResizeBase):
             **_filter_kwargs(args),
         )
 
+    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
+        # On the GPU, a crop_mirror_normalize reading this resize alone resamples its
+        # crop straight from the input (chute.ops.gpu_fusion).
+        from chute.ops.gpu_fusion import crop_after_resize
+
+        node.fused_crop = crop_after_resize(node, consumers[0])
+
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
 
