@@ -204,7 +204,9 @@ def color_space_params(src: str, dst: str, dtype: Any) -> tuple[int, int, int, i
     in_c, out_c = image_type_channels(src), image_type_channels(dst)
     identity = (np.eye(3), np.zeros(3))
     a, b = identity, identity
-    if "HSV" not in (src, dst):
+    if src == dst:
+        pass  # a copy, as on the CPU
+    elif "HSV" not in (src, dst):
         m_in, o_in = _to_rgb(src, mid)
         m_out, o_out = _from_rgb(dst, mid)
         a = (m_out @ m_in, m_out @ o_in + o_out)
@@ -213,7 +215,8 @@ def color_space_params(src: str, dst: str, dtype: Any) -> tuple[int, int, int, i
     else:
         a = _to_rgb(src, mid)
     params = np.concatenate([_square(*a), _square(*b)])
-    return in_c, out_c, int(src == "HSV"), int(dst == "HSV"), params
+    hsv = src != dst
+    return in_c, out_c, int(hsv and src == "HSV"), int(hsv and dst == "HSV"), params
 
 
 def _square(matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
