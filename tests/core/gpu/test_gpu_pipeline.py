@@ -171,3 +171,45 @@ def test_mixed_decoding_skips_bad_samples_and_keeps_batches_aligned(tmp_path, po
     reported = sorted(e["path"].rsplit("/", 1)[1] for e in p.errors())
     assert reported == ["empty.jpg", "empty.jpg", "text.jpg", "text.jpg"]
     p.close()
+
+
+def _windows_pipe(folder, device, crop=(100, 120)):
+    from chute import fn, pipeline_def
+
+    @pipeline_def(batch_size=6, num_threads=2, seed=5, device_id=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=folder, name="Reader")
+        cropped = fn.decoders.image_crop(
+            jpegs, device=device, crop=crop, crop_pos_x=fn.random.uniform(range=(0.0, 1.0))
+        )
+        sliced = fn.decoders.image_slice(
+            jpegs, device=device, rel_start=(0.1, 0.2), rel_shape=(0.5, 0.6)
+        )
+        return cropped, sliced
+
+    p = pipe()
+    p.build()
+    return p
+
+
+def test_mixed_crop_and_slice_decoders_match_the_cpu_ones(folder):
+    from chute.tensors.gpu import TensorListGPU
+
+    gpu, cpu = _windows_pipe(folder, "mixed"), _windows_pipe(folder, "cpu")
+    for _ in range(2):
+        for g, c in zip(gpu.run(), cpu.run()):
+            assert isinstance(g, TensorListGPU)
+            g = g.as_cpu()
+            for i in range(len(c)):
+                a, b = g.at(i).astype(int), c.at(i).astype(int)
+                assert a.shape == b.shape
+                assert np.abs(a - b).mean() < 1.5  # IDCT and upsampling differ slightly
+    gpu.close()
+    cpu.close()
+
+
+def test_mixed_crop_that_leaves_the_image_names_the_sample(folder):
+    pipe = _windows_pipe(folder, "mixed", crop=(1000, 1000))
+    with pytest.raises(Exception, match=r"sample 0 .*does not fit"):
+        pipe.run()
+    pipe.close()

@@ -32,9 +32,13 @@ def _gpu_list(samples: list, layout: str, ctx: Any) -> Any:
     return TensorListGPU(samples, layout, ctx.stream, ctx.device_id)
 
 
-def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -> Any:
-    """Decode a batch of encoded samples to GPU HWC images (random crops with ``random_crop``)."""
-    (encoded,) = inputs
+def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
+    """Decode a batch of encoded samples to GPU HWC images.
+
+    ``windows(shapes)`` gives each sample's region ``(y, x, h, w)`` from the headers'
+    (h, w) (None: the whole image) and ``{sample: reason}`` for windows that do not fit.
+    """
+    encoded = inputs[0]
     out_type = str(args["output_type"])
     if to_dtype(args["dtype"] or np.uint8) != np.uint8:
         raise ValueError("device='mixed' decodes to uint8; cast afterwards for other types")
@@ -44,7 +48,7 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
     origins = None
     with _decoders.use(ctx.device_id, args["hw_decoder_load"]) as decoder:
         parsed = decoder.parse(list(encoded))
-        rois = random_crop_windows(parsed.shapes, args, ctx) if random_crop else None
+        rois, bad = windows(parsed.shapes) if windows is not None else (None, {})
         if region_resize is not None:  # only what a fused resize + crop reads
             from chute.ops.gpu_fusion import decode_regions
 
@@ -61,6 +65,7 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, random_crop: bool = False) -
             on_stream=True,
         )
     failed = {i: err for i, err in enumerate(result.errors) if err is not None}
+    failed.update(bad)
     if failed and ctx.on_error == "raise":
         i, err = next(iter(failed.items()))
         path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
@@ -146,7 +151,26 @@ def _vectorized_windows_ok() -> bool:
 
 
 def image_random_crop_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
-    return decode_mixed(inputs, args, ctx, random_crop=True)
+    return decode_mixed(inputs, args, ctx, lambda s: (random_crop_windows(s, args, ctx), {}))
+
+
+def image_window_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
+    """decoders.image_crop / image_slice with device="mixed": each window decoded as an ROI."""
+
+    def windows(shapes: np.ndarray) -> tuple[list, dict]:
+        rois: list = [None] * len(shapes)
+        bad: dict = {}
+        for i, (h, w) in enumerate(shapes.tolist()):
+            try:
+                window = op.window(tuple(v[i] for v in inputs), args.sample(i))
+                y0, x0, y1, x1 = window(h, w)
+            except ValueError as e:  # the window leaves the image
+                bad[i] = str(e)
+                continue
+            rois[i] = (y0, x0, y1 - y0, x1 - x0)
+        return rois, bad
+
+    return decode_mixed(inputs, args, ctx, windows)
 
 
 def image_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:

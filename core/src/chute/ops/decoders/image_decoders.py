@@ -11,6 +11,7 @@ pipeline's ``on_error`` policy handles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -229,6 +230,7 @@ class ImageCrop(_DecoderBase):
 
     schema = Schema(
         name="decoders.image_crop",
+        devices=("cpu", "mixed"),
         inputs=("encoded",),
         args=(
             *_DECODE_ARGS,
@@ -252,8 +254,8 @@ class ImageCrop(_DecoderBase):
                 f"{self.schema.display_name}: argument 'crop' must be (height, width), got {crop}"
             )
 
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        encoded = inputs[0]
+    def window(self, inputs: tuple, args: ArgView) -> Callable[[int, int], tuple]:
+        """The sample's crop as a function of its image's (height, width): (y0, x0, y1, x1)."""
         crop = args["crop"]
         crop_h, crop_w = (crop[0], crop[1]) if crop is not None else (0.0, 0.0)
         crop_h = args["crop_h"] or crop_h
@@ -272,7 +274,15 @@ class ImageCrop(_DecoderBase):
             )
             return _roi(window, height, width, self.schema.display_name)
 
-        return self._decode(encoded, args, roi, ctx)
+        return roi
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        return self._decode(inputs[0], args, self.window(inputs, args), ctx)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
 
 
 class ImageSlice(_DecoderBase):
@@ -280,6 +290,7 @@ class ImageSlice(_DecoderBase):
 
     schema = Schema(
         name="decoders.image_slice",
+        devices=("cpu", "mixed"),
         inputs=("encoded", "anchor", "slice_shape"),
         min_inputs=1,
         args=(
@@ -332,8 +343,8 @@ class ImageSlice(_DecoderBase):
                 f"got {axis_names!r}"
             )
 
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        encoded = inputs[0]
+    def window(self, inputs: tuple, args: ArgView) -> Callable[[int, int], tuple]:
+        """The sample's slice as a function of its image's (height, width): (y0, x0, y1, x1)."""
 
         # the window needs the image size: the codec calls this once it has read the
         # header, so the header is parsed once
@@ -364,7 +375,15 @@ class ImageSlice(_DecoderBase):
             )
             return _roi(window, height, width, self.schema.display_name)
 
-        return self._decode(encoded, args, roi, ctx)
+        return roi
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        return self._decode(inputs[0], args, self.window(inputs, args), ctx)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
 
 
 class ImageRandomCrop(_DecoderBase):
