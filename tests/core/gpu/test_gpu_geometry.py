@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 
-import cv2
 import numpy as np
 import pytest
+from geometry_images import batch as images_of
+from geometry_images import smooth, warp_tolerance
 
 from chute import fn, pipeline_def
 from chute.ops.geometry._border import BORDER_MODES
@@ -31,28 +32,8 @@ BORDERS = sorted(BORDER_MODES)
 SIZES = [(37, 53), (20, 31), (45, 27), (33, 33), (17, 41)]
 
 
-def smooth(h: int, w: int, c: int = 3, seed: int = 0, dtype=np.uint8) -> np.ndarray:
-    """Smooth random content (gradients of a few levels per pixel), HWC or HW (c=0)."""
-    rng = np.random.default_rng(seed)
-    img = cv2.GaussianBlur(rng.uniform(0, 255, (h, w, max(c, 1))), (0, 0), 2.0)
-    img = img.reshape(h, w, max(c, 1))
-    img = (img - img.min()) * (250 / max(np.ptp(img), 1e-6)) + 2
-    img = img if dtype == np.float32 else np.rint(img)
-    img = img.astype(dtype)
-    return img[:, :, 0] if c == 0 else img
-
-
 def batch(c: int = 3, dtype=np.uint8, sizes=SIZES) -> list[np.ndarray]:
-    return [smooth(h, w, c, i, dtype) for i, (h, w) in enumerate(sizes)]
-
-
-def gradient(image: np.ndarray) -> float:
-    x = image.astype(np.float64)
-    return max(np.abs(np.diff(x, axis=a)).max() for a in (0, 1))
-
-
-def warp_tolerance(image: np.ndarray) -> float:
-    return gradient(image) / 32 + (1.0 if image.dtype == np.uint8 else 1e-3)
+    return images_of(sizes, c, dtype)
 
 
 def _matrices(n: int, seed: int = 0) -> np.ndarray:

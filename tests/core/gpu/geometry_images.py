@@ -1,0 +1,30 @@
+"""Test images of the GPU geometry tests: smooth content, and tolerances that follow it."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+
+def smooth(h: int, w: int, c: int = 3, seed: int = 0, dtype=np.uint8) -> np.ndarray:
+    """Smooth random content (gradients of a few levels per pixel), HWC or HW (c=0)."""
+    rng = np.random.default_rng(seed)
+    img = cv2.GaussianBlur(rng.uniform(0, 255, (h, w, max(c, 1))), (0, 0), 2.0)
+    img = img.reshape(h, w, max(c, 1))
+    img = (img - img.min()) * (250 / max(np.ptp(img), 1e-6)) + 2
+    img = img if dtype == np.float32 else np.rint(img)
+    img = img.astype(dtype)
+    return img[:, :, 0] if c == 0 else img
+
+
+def batch(sizes: list, c: int = 3, dtype=np.uint8) -> list[np.ndarray]:
+    return [smooth(h, w, c, i, dtype) for i, (h, w) in enumerate(sizes)]
+
+
+def gradient(image: np.ndarray) -> float:
+    x = image.astype(np.float64)
+    return max(np.abs(np.diff(x, axis=a)).max() for a in (0, 1))
+
+
+def warp_tolerance(image: np.ndarray) -> float:
+    return gradient(image) / 32 + (1.0 if image.dtype == np.uint8 else 1e-3)
