@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import cv2
 import numpy as np
 
@@ -28,3 +30,18 @@ def gradient(image: np.ndarray) -> float:
 
 def warp_tolerance(image: np.ndarray) -> float:
     return gradient(image) / 32 + (1.0 if image.dtype == np.uint8 else 1e-3)
+
+
+def random_matrices(n: int, seed: int = 0) -> np.ndarray:
+    """Random 2x3 affine matrices near rotations (angle, scale, shear, shift) per sample."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        a, s = rng.uniform(-0.6, 0.6), rng.uniform(0.7, 1.3)
+        out.append(
+            [
+                [s * math.cos(a), -s * math.sin(a) + rng.uniform(-0.2, 0.2), rng.uniform(-9, 9)],
+                [s * math.sin(a), s * math.cos(a), rng.uniform(-9, 9)],
+            ]
+        )
+    return np.asarray(out)

@@ -16,12 +16,10 @@ its passes, the kernel does not), nearest neighbour as above.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from geometry_images import batch as images_of
-from geometry_images import smooth, warp_tolerance
+from geometry_images import random_matrices, smooth, warp_tolerance
 
 from chute import fn, pipeline_def
 from chute.ops.geometry._border import BORDER_MODES
@@ -34,20 +32,6 @@ SIZES = [(37, 53), (20, 31), (45, 27), (33, 33), (17, 41)]
 
 def batch(c: int = 3, dtype=np.uint8, sizes=SIZES) -> list[np.ndarray]:
     return images_of(sizes, c, dtype)
-
-
-def _matrices(n: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        a, s = rng.uniform(-0.6, 0.6), rng.uniform(0.7, 1.3)
-        out.append(
-            [
-                [s * math.cos(a), -s * math.sin(a) + rng.uniform(-0.2, 0.2), rng.uniform(-9, 9)],
-                [s * math.sin(a), s * math.cos(a), rng.uniform(-9, 9)],
-            ]
-        )
-    return np.asarray(out)
 
 
 def run_both(images: list[np.ndarray], make, layout: str = "HWC", **sources) -> tuple[list, list]:
@@ -106,7 +90,7 @@ def _ragged(c: int = 3, dtype=np.uint8) -> list[np.ndarray]:
 @pytest.mark.parametrize("interp", ["nn", "linear", "cubic"])
 def test_gpu_warp_affine_matches_cpu(border, interp):
     images = _ragged()
-    mats = [m.astype(np.float32) for m in _matrices(len(images), seed=5)]
+    mats = [m.astype(np.float32) for m in random_matrices(len(images), seed=5)]
     mask = [np.array(v) for v in (True, True, False, True, True)]
     fill = {} if border is None else {"fill_value": (30.0, 200.0, 90.0)}
 
@@ -133,7 +117,7 @@ def test_gpu_warp_affine_matches_cpu(border, interp):
 @pytest.mark.parametrize("c", [0, 1, 4])
 def test_gpu_warp_affine_float_channels_matrix_input(c):
     images = _ragged(c, np.float32)
-    mats = [m.astype(np.float32) for m in _matrices(len(images), seed=6)]
+    mats = [m.astype(np.float32) for m in random_matrices(len(images), seed=6)]
     sizes = [np.array(s, np.float32) for s in ((30, 20), (41, 17), (9, 60), (33, 33), (20, 20))]
 
     def make(x, src, dev):

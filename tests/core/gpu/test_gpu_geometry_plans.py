@@ -15,12 +15,10 @@ gaussian_blur uint8 within 1 level (OpenCV's fixed-point blur), float32 within
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from geometry_images import batch as images_of
-from geometry_images import smooth, warp_tolerance
+from geometry_images import random_matrices, smooth, warp_tolerance
 
 from chute.gpu.geometry_kernels import BORDER_CODES, gaussian_taps
 from chute.ops.geometry._border import BORDER_MODES
@@ -171,27 +169,13 @@ def _plan(images, matrices, sizes, inverse, interp, fill, border, mask):
     )
 
 
-def _matrices(n: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        a, s = rng.uniform(-0.6, 0.6), rng.uniform(0.7, 1.3)
-        out.append(
-            [
-                [s * math.cos(a), -s * math.sin(a) + rng.uniform(-0.2, 0.2), rng.uniform(-9, 9)],
-                [s * math.sin(a), s * math.cos(a), rng.uniform(-9, 9)],
-            ]
-        )
-    return np.asarray(out)
-
-
 @pytest.mark.parametrize("border", [None, *BORDERS])
 @pytest.mark.parametrize("interp", ["nn", "linear", "cubic"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_warp_plan_reproduces_cpu_backend(border, interp, dtype):
     images = batch(3, dtype)
     n = len(images)
-    m = _matrices(n)
+    m = random_matrices(n)
     sizes = [None, (29, 41), None, (50, 17)]
     fill = [None, (10.0, 200.0, 90.0), 33.4, None] if border is None else [7.0] * n
     mask = np.array([True, True, False, True])
@@ -215,7 +199,7 @@ def test_warp_plan_reproduces_cpu_backend(border, interp, dtype):
 @pytest.mark.parametrize("c", [0, 1, 4])
 def test_warp_plan_channels_and_gray(c):
     images = batch(c)
-    m = _matrices(len(images), seed=3)
+    m = random_matrices(len(images), seed=3)
     plan = _plan(
         images, m, [None] * 4, True, "linear", [(5, 6, 7, 8)[: max(c, 1)]] * 4, None, [1] * 4
     )
@@ -229,9 +213,9 @@ def test_warp_plan_channels_and_gray(c):
 def test_warp_plan_rejects_what_the_gpu_lacks():
     images = batch()
     with pytest.raises(ValueError, match="not supported on the GPU"):
-        _plan(images, _matrices(4), [None] * 4, True, "lanczos3", [None] * 4, None, [1] * 4)
+        _plan(images, random_matrices(4), [None] * 4, True, "lanczos3", [None] * 4, None, [1] * 4)
     with pytest.raises(ValueError, match="positive"):
-        _plan(images, _matrices(4), [(0, 5)] * 4, True, "nn", [None] * 4, None, [1] * 4)
+        _plan(images, random_matrices(4), [(0, 5)] * 4, True, "nn", [None] * 4, None, [1] * 4)
 
 
 def test_rotate_plan_is_the_cpu_backends():
