@@ -179,9 +179,8 @@ class BatchDecoder:
     def __del__(self) -> None:
         # join the threads that used the decoders before the decoders are destroyed
         for pool in self._pools():
-            if pool is not None:
-                with contextlib.suppress(RuntimeError):  # collected on one of its own threads
-                    pool.shutdown(wait=True)
+            with contextlib.suppress(RuntimeError):  # collected on one of its own threads
+                pool.shutdown(wait=True)
 
     def parse(self, encoded: Sequence[Any], rois: Sequence[Any] | None = None) -> ParsedBatch:
         """Parse the headers of a batch: code streams and (height, width) per sample.

@@ -197,8 +197,8 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     if getattr(ctx.node, "fused_crop", None) is not None:  # the crop resamples (gpu_fusion)
         from chute.ops.gpu_fusion import pending_resize
 
-        sizes_of = lambda hw: output_sizes(hw, _size_kwargs(first))  # noqa: E731
-        return pending_resize(batch, sizes_of, _filters(first), first["dtype"] or batch.dtype, ctx)
+        dtype = first["dtype"] or batch.dtype
+        return pending_resize(batch, ctx.node, _filters(first), dtype, ctx)
     dense = dense_array(batch)
     samples = dense if dense is not None else raw_samples(batch)
     shapes = sample_shapes(batch)
@@ -428,6 +428,7 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
 def _resize_crop_gpu(batch: Any, args: Any, ctx: Any) -> Any:
     """A resize and this crop in one resampling launch; None where a crop leaves its image."""
     from chute.gpu import kernels
+    from chute.ops.gpu_fusion import crop_size
 
     windows, fits = batch.crop_windows(ctx.node)
     if not fits:
@@ -436,12 +437,10 @@ def _resize_crop_gpu(batch: Any, args: Any, ctx: Any) -> Any:
     dense = dense_array(source)
     shapes = sample_shapes(source)
     mean, std = _mean_std(args, len(shapes), int(shapes[0, 2]) if len(shapes) else 3)
-    crop = ctx.node.arg("crop")
-    crop_hw = crop if crop else (ctx.node.arg("crop_h"), ctx.node.arg("crop_w"))
     out = kernels.resize_crop_mirror_normalize(
         dense if dense is not None else raw_samples(source),
         windows,
-        (round(crop_hw[0]), round(crop_hw[1])),
+        crop_size(ctx.node),
         mirror=np.asarray(args.column("mirror"), bool),
         mean=mean,
         std=std,

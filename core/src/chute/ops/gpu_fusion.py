@@ -26,7 +26,14 @@ import numpy as np
 
 from chute.graph.node import OpNode
 
-__all__ = ["PendingResize", "crop_after_resize", "decode_regions", "region_decoded_resize"]
+__all__ = [
+    "PendingResize",
+    "crop_after_resize",
+    "crop_size",
+    "decode_regions",
+    "pending_resize",
+    "region_decoded_resize",
+]
 
 
 def crop_after_resize(resize: OpNode, readers: list[OpNode] | None) -> OpNode | None:
@@ -43,7 +50,7 @@ def crop_after_resize(resize: OpNode, readers: list[OpNode] | None) -> OpNode | 
         return None
     if any(resize.args.get(k) is not None for k in ("roi_start", "roi_end", "dtype")):
         return None
-    return cmn if _crop_size(cmn) is not None else None
+    return cmn if crop_size(cmn) is not None else None
 
 
 def region_decoded_resize(decoder: OpNode, readers: list[OpNode] | None) -> OpNode | None:
@@ -55,7 +62,8 @@ def region_decoded_resize(decoder: OpNode, readers: list[OpNode] | None) -> OpNo
     return readers[0]
 
 
-def _crop_size(cmn: OpNode) -> tuple[int, int] | None:
+def crop_size(cmn: OpNode) -> tuple[int, int] | None:
+    """crop_mirror_normalize's constant crop (height, width), or None (whole extent)."""
     crop = cmn.arg("crop")
     ch, cw = (crop[0], crop[1]) if crop else (cmn.arg("crop_h"), cmn.arg("crop_w"))
     if not ch or not cw:
@@ -76,7 +84,7 @@ def _crop_windows(
     cmn: OpNode, full: np.ndarray, sizes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each crop as a (y, x, h, w) window in source pixels, and whether it fits the resized image."""
-    ch, cw = _crop_size(cmn)  # type: ignore[misc]
+    ch, cw = crop_size(cmn)  # type: ignore[misc]
     crop = np.array([ch, cw], np.int64)
     pos = np.array([cmn.arg("crop_pos_y"), cmn.arg("crop_pos_x")], np.float64)
     anchors = np.floor(pos * (sizes - crop) + 0.5)  # as crop_mirror_normalize_batch places it
@@ -110,11 +118,11 @@ def decode_regions(
     reach = np.ceil(2 * np.maximum(1.0, hw / np.maximum(sizes, 1))) + 1
     start = np.maximum(np.floor(windows[:, :2] - reach), 0).astype(np.int64)
     end = np.minimum(np.ceil(windows[:, :2] + windows[:, 2:] + reach), hw).astype(np.int64)
-    for i in np.flatnonzero(known & fits).tolist():
-        y0, x0 = start[i].tolist()
-        y1, x1 = end[i].tolist()
-        rois[i] = (y0, x0, y1 - y0, x1 - x0)
-        origins[i] = (y0, x0)
+    chosen = known & fits
+    origins[chosen] = start[chosen]
+    boxes = np.concatenate([start, end - start], axis=1).tolist()
+    for i in np.flatnonzero(chosen).tolist():
+        rois[i] = tuple(boxes[i])
     return rois, origins
 
 
@@ -190,8 +198,8 @@ class PendingResize:
         return windows.astype(np.float32), bool(fits.all())
 
 
-def pending_resize(batch: Any, sizes_of: Any, filters: dict, dtype: Any, ctx: Any) -> Any:
-    """A PendingResize of ``batch`` (a decoded batch may hold regions: see decode_regions)."""
+def pending_resize(batch: Any, resize: OpNode, filters: dict, dtype: Any, ctx: Any) -> Any:
+    """``resize``'s PendingResize of ``batch`` (a decoded batch may hold regions: see decode_regions)."""
     from chute.gpu.batches import sample_shapes
 
     shapes = sample_shapes(batch)[:, :2]
@@ -199,4 +207,4 @@ def pending_resize(batch: Any, sizes_of: Any, filters: dict, dtype: Any, ctx: An
     origins = getattr(batch, "origins", None)
     if full is None or origins is None:
         full, origins = shapes, np.zeros_like(shapes)
-    return PendingResize(batch, full, origins, sizes_of(full), filters, dtype, ctx)
+    return PendingResize(batch, full, origins, _resize_sizes(resize, full), filters, dtype, ctx)
