@@ -167,7 +167,7 @@ class FakeContext:
 @pytest.fixture
 def numpy_for_cupy(monkeypatch):
     monkeypatch.setattr(audio_gpu, "_cupy", lambda ctx: np)
-    monkeypatch.setattr(audio_gpu, "_wrap", lambda cp, result, layout, ctx: (result, layout))
+    monkeypatch.setattr(audio_gpu, "gpu_batch", lambda result, layout, ctx: (result, layout))
     audio_gpu._constants.clear()
     yield
     audio_gpu._constants.clear()

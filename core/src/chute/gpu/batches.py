@@ -23,6 +23,7 @@ __all__ = [
     "decoded_images",
     "decoders",
     "dense_array",
+    "gpu_batch",
     "raw_samples",
     "sample_shapes",
 ]
@@ -163,6 +164,13 @@ def decoded_images(images: list, shapes: np.ndarray, ctx: Any) -> Any:
     if not _decoded_images_type:
         _decoded_images_type.append(_decoded_images_class())
     return _decoded_images_type[0](images, shapes, ctx.stream, ctx.device_id)
+
+
+def gpu_batch(data: Any, layout: str, ctx: Any) -> Any:
+    """A GPU operator's result (one CuPy array or a list of them) as a TensorListGPU on its stream."""
+    from chute.tensors.gpu import TensorListGPU
+
+    return TensorListGPU(data, layout, ctx.stream, ctx.device_id)
 
 
 def raw_samples(batch: Any) -> list:

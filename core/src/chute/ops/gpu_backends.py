@@ -19,17 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from chute.gpu.batches import decoded_images, dense_array, raw_samples, sample_shapes
+from chute.gpu.batches import decoded_images, dense_array, gpu_batch, raw_samples, sample_shapes
 from chute.gpu.batches import decoders as _decoders
 from chute.types import to_dtype
 
 __all__ = ["output_sizes", "random_crop_windows"]
-
-
-def _gpu_list(samples: list, layout: str, ctx: Any) -> Any:
-    from chute.tensors.gpu import TensorListGPU
-
-    return TensorListGPU(samples, layout, ctx.stream, ctx.device_id)
 
 
 def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
@@ -227,7 +221,7 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         dtype=to_dtype(first["dtype"] or batch.dtype),
         stream=ctx.stream,
     )
-    return _wrap(out, batch.layout() or "HWC", ctx)
+    return gpu_batch(out, batch.layout() or "HWC", ctx)
 
 
 def output_sizes(hw: np.ndarray, kwargs: dict) -> np.ndarray:
@@ -305,12 +299,6 @@ def _fill_windows(windows: list, shapes: np.ndarray) -> np.ndarray:
     )
 
 
-def _wrap(out: Any, layout: str, ctx: Any) -> Any:
-    from chute.tensors.gpu import TensorListGPU
-
-    return TensorListGPU(out, layout, ctx.stream, ctx.device_id)
-
-
 def random_resized_crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.random_resized_crop on the GPU: the CPU backend's windows, one resampling launch."""
     from chute.gpu import kernels
@@ -343,7 +331,7 @@ def random_resized_crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         dtype=to_dtype(first["dtype"] or batch.dtype),
         stream=ctx.stream,
     )
-    return _wrap(out, batch.layout() or "HWC", ctx)
+    return gpu_batch(out, batch.layout() or "HWC", ctx)
 
 
 def _value(args: Any, name: str, i: int) -> Any:
@@ -422,7 +410,7 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
         out_channels=4 if args["pad_output"] else None,
         stream=ctx.stream,
     )
-    return _wrap(out, args["output_layout"], ctx)
+    return gpu_batch(out, args["output_layout"], ctx)
 
 
 def _resize_crop_gpu(batch: Any, args: Any, ctx: Any) -> Any:
@@ -449,7 +437,7 @@ def _resize_crop_gpu(batch: Any, args: Any, ctx: Any) -> Any:
         stream=ctx.stream,
         **batch.filters,
     )
-    return _wrap(out, args["output_layout"], ctx)
+    return gpu_batch(out, args["output_layout"], ctx)
 
 
 def flip_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -466,4 +454,4 @@ def flip_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             y = x[:, ::-1] if a["horizontal"] else x
             y = y[::-1] if a["vertical"] else y
             out.append(cp.ascontiguousarray(y))
-    return _gpu_list(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.gpu.batches import dense_array
-from chute.ops.gpu_backends import _wrap
+from chute.gpu.batches import dense_array, gpu_batch
 
 __all__ = [
     "batch_storage",
@@ -92,7 +91,7 @@ def brightness_contrast_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     out = color_kernels.affine_batch(
         batch_storage(batch), _affine_rows(gain, offset), 1, out_dtype, stream=ctx.stream
     )
-    return _wrap(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def color_matrix_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -130,7 +129,7 @@ def color_matrix_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         out = color_kernels.matrix_batch(storage, params, out_dtype, stream=ctx.stream)
     else:
         raise ValueError(f"color adjustments need 1, 3 or 4 channels, got {channels}")
-    return _wrap(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def color_space_conversion_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -141,7 +140,7 @@ def color_space_conversion_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> An
     (batch,) = inputs
     src, dst = _type_name(args["image_type"]), _type_name(args["output_type"])
     out = color_kernels.color_space_batch(batch_storage(batch), src, dst, stream=ctx.stream)
-    return _wrap(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def cast_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -165,14 +164,14 @@ def cast_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             whole=True,
             stream=ctx.stream,
         )
-        return _wrap(out, batch.layout(), ctx)
+        return gpu_batch(out, batch.layout(), ctx)
     cp = require_gpu("fn.cast", device_id=ctx.device_id)
     with ctx.stream:
         if isinstance(storage, cp.ndarray):
             out = _convert(cp, storage, dtype)
         else:
             out = [_convert(cp, x, dtype) for x in storage]  # one launch per sample
-    return _wrap(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def _convert(cp: Any, x: Any, dtype: np.dtype) -> Any:

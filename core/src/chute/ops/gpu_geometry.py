@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu.batches import gpu_batch
 from chute.ops.geometry._border import fill_tuple
 from chute.ops.gpu_geometry_plans import (
     affines,
@@ -41,12 +42,6 @@ def _mask(args: Any, n: int) -> np.ndarray:
     if "mask" not in args.node.schema.arg_index:
         return np.ones(n, bool)
     return np.asarray([bool(m) for m in args.column("mask")], bool).reshape(n)
-
-
-def _wrap(out: Any, layout: str, ctx: Any) -> Any:
-    from chute.ops.gpu_backends import _wrap as wrap
-
-    return wrap(out, layout, ctx)
 
 
 def _host_samples(value: Any) -> list:
@@ -95,7 +90,7 @@ def _run_warp(batch: Any, matrices: np.ndarray, sizes: list, inverse: bool, args
         plan["fill"],
         ctx.stream,
     )
-    return _wrap(out, batch.layout() or "HWC", ctx)
+    return gpu_batch(out, batch.layout() or "HWC", ctx)
 
 
 def _images(batch: Any) -> Any:
@@ -166,7 +161,7 @@ def crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         args["dtype"] or images.dtype,
         ctx.stream,
     )
-    return _wrap(out, batch.layout() or "HWC", ctx)
+    return gpu_batch(out, batch.layout() or "HWC", ctx)
 
 
 def pad_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -203,7 +198,7 @@ def pad_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         images.dtype,
         ctx.stream,
     )
-    return _wrap(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 # ---- resize_crop_mirror --------------------------------------------------------------------
@@ -264,7 +259,7 @@ def resize_crop_mirror_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             flags = (np.int32(0), np.int32(interp), np.int32(bool(args["antialias"])))
             gk.launch(kernel, n, out_hw, (table_dev, buf, np.int32(c), *flags))
     out = gk.batch_outputs(buf, out_hw, offsets, c, images.squeeze)
-    return _wrap(out, batch.layout() or "HWC", ctx)
+    return gpu_batch(out, batch.layout() or "HWC", ctx)
 
 
 # ---- gaussian_blur -------------------------------------------------------------------------
@@ -298,4 +293,4 @@ def gaussian_blur_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         fill = np.repeat(fill, frames)
     border = args["border"]
     out = gaussian_blur_batch(images, sig, win, border, fill, out_dtype, ctx.stream, frames)
-    return _wrap(out, batch.layout() or "HWC", ctx)
+    return gpu_batch(out, batch.layout() or "HWC", ctx)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.ops.gpu_backends import _wrap
+from chute.gpu.batches import gpu_batch
 from chute.ops.gpu_color import batch_storage, per_sample
 
 __all__ = ["arithmetic_gpu", "normalize_gpu"]
@@ -146,7 +146,7 @@ def normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     n = len(batch)
     storage = batch_storage(batch)
     if n == 0:
-        return _wrap(storage, batch.layout(), ctx)
+        return gpu_batch(storage, batch.layout(), ctx)
     shapes = [tuple(s) for s in batch.shape()]
     ndim = len(shapes[0])
     if any(len(s) != ndim for s in shapes):
@@ -176,7 +176,7 @@ def normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             ]
         scale, eps, shift = (_scalars(args, k, ndim) for k in ("scale", "epsilon", "shift"))
         out = _apply(cp, storage, groups, stats, (scale, eps, shift), dtype, dense, ctx)
-    return _wrap(out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def _split(values: list | None, ndim: int, dense: bool, n: int) -> list:
@@ -396,7 +396,7 @@ def arithmetic_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     # the layout of an operand with the most dims, as Arithmetic.infer says
     rank = max(len(b.shape()[0]) if len(b) else 0 for b in inputs)
     layouts = [b.layout() for b in inputs if b.layout() and len(b) and len(b.shape()[0]) == rank]
-    return _wrap(out, layouts[0] if layouts else "", ctx)
+    return gpu_batch(out, layouts[0] if layouts else "", ctx)
 
 
 def _compute(cp: Any, name: str, host: list, data: list, result: np.dtype, float_kind: bool) -> Any:

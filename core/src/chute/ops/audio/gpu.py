@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu.batches import gpu_batch
 from chute.ops.audio import batched, dsp
 
 _constants: dict[tuple, Any] = {}
@@ -37,13 +38,6 @@ def _device_constant(cp: Any, ctx: Any, key: tuple, make: Any) -> Any:
         with _constants_lock:
             _constants.setdefault(full, value)
     return value
-
-
-def _wrap(cp: Any, result: Any, layout: str, ctx: Any) -> Any:
-    from chute.tensors.gpu import TensorListGPU
-
-    data = result if isinstance(result, cp.ndarray) else list(result)
-    return TensorListGPU(data, layout, ctx.stream, ctx.device_id)
 
 
 def _mono(x: Any, op: str) -> Any:
@@ -82,7 +76,7 @@ def preemphasis_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         out = _convert(cp, out, dtype)
     else:
         out = [_convert(cp, x, dtype) for x in out]
-    return _wrap(cp, out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def spectrogram_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -109,7 +103,7 @@ def spectrogram_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         args["reflect_padding"],
         args["layout"],
     )
-    return _wrap(cp, out, args["layout"], ctx)
+    return gpu_batch(out, args["layout"], ctx)
 
 
 def mel_filter_bank_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -120,7 +114,7 @@ def mel_filter_bank_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     (batch,) = inputs
     samples = batch.samples()
     if not samples:
-        return _wrap(cp, [], batch.layout(), ctx)
+        return gpu_batch([], batch.layout(), ctx)
     ndim = samples[0].ndim
     axis = ctx.state if ctx.state is not None else _axis_from_layout(None, ndim, "f")
     bins = {int(x.shape[axis]) for x in samples}
@@ -137,7 +131,7 @@ def mel_filter_bank_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     )
     matrix = _device_constant(cp, ctx, ("mel", *key), lambda: _mel_matrix(*key))
     out = batched.matrix_along(cp, matrix, samples, axis)
-    return _wrap(cp, out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def to_decibels_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -146,7 +140,7 @@ def to_decibels_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     (batch,) = inputs
     reference = 0.0 if args["ref_max"] else args["reference"]
     out = batched.to_decibels(cp, batch.samples(), args["multiplier"], reference, args["cutoff_db"])
-    return _wrap(cp, out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def mfcc_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -155,7 +149,7 @@ def mfcc_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     (batch,) = inputs
     samples = batch.samples()
     if not samples:
-        return _wrap(cp, [], batch.layout(), ctx)
+        return gpu_batch([], batch.layout(), ctx)
     ndim = samples[0].ndim
     axis = args["axis"]
     if not -ndim <= axis < ndim:
@@ -172,7 +166,7 @@ def mfcc_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     key = (n_in, args["n_mfcc"], args["dct_type"], args["lifter"], args["normalize"])
     basis = _device_constant(cp, ctx, ("dct", *key), lambda: dsp.mfcc_basis(*key))
     out = batched.matrix_along(cp, basis, samples, axis)
-    return _wrap(cp, out, batch.layout(), ctx)
+    return gpu_batch(out, batch.layout(), ctx)
 
 
 def nonsilent_region_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> tuple:
@@ -183,4 +177,4 @@ def nonsilent_region_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> tuple:
     begin, length = batched.nonsilent_regions(
         cp, signals, args["cutoff_db"], args["window_length"], args["reference_power"]
     )
-    return _wrap(cp, begin, "", ctx), _wrap(cp, length, "", ctx)
+    return gpu_batch(begin, "", ctx), gpu_batch(length, "", ctx)
