@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from chute import fn, pipeline_def, types
+from chute.executor.dense import BatchSlots
 from chute.ops.image.cmn_kernels import crop_mirror_normalize, normalization
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
@@ -149,3 +150,18 @@ def test_output_batch_with_a_replaced_sample_falls_back_to_samples() -> None:
     assert out._dense is None
     assert len(out) == 4 and all(out.at(i).shape == (3, 16, 20) for i in range(4))
     assert len(p.errors()) == 1
+
+
+def test_output_batch_memory_is_reused_only_after_the_user_drops_it() -> None:
+    shape = (4, 3, 64, 64)  # 96 KiB of float16: large enough to be pooled
+    held = BatchSlots(4)
+    first = held.slot(0, shape[1:], np.dtype(np.float16))
+    assert first is not None and held.array is not None
+    address = held.array.__array_interface__["data"][0]
+    second = BatchSlots(4)
+    second.slot(0, shape[1:], np.dtype(np.float16))
+    assert not np.shares_memory(second.array, held.array)  # the first batch is still held
+    del held, first
+    third = BatchSlots(4)
+    third.slot(0, shape[1:], np.dtype(np.float16))
+    assert third.array.__array_interface__["data"][0] == address  # dropped: used again

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _decoder_samples import encode, photo
 
-from chute.ops.decoders import output_pool
+from chute.executor import output_pool
 from chute.ops.decoders.image_codec import decode
 
 BIG = (300, 400, 3)  # 360 KB: pooled

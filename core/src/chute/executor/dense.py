@@ -17,13 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from chute.executor import output_pool
 from chute.executor.context import SampleContext
 
 __all__ = ["BatchSlots", "SlotContext"]
 
 
 class BatchSlots:
-    """One fresh ``(n, *shape)`` array per batch, allocated by the first sample that asks."""
+    """One ``(n, *shape)`` array per batch, allocated by the first sample that asks.
+
+    The array comes from :mod:`output_pool`: a batch the user has dropped lends its
+    memory to a later one (megabytes of fresh pages a batch otherwise cost page faults).
+    """
 
     def __init__(self, n: int):
         self.n = n
@@ -38,7 +43,7 @@ class BatchSlots:
         if array is None:
             with self._lock:
                 if self.array is None:
-                    self.array = np.empty((self.n, *shape), dtype)
+                    self.array = output_pool.empty((self.n, *shape), dtype)
                 array = self.array
         if array.shape[1:] != tuple(shape) or array.dtype != dtype:
             self.ragged = True

@@ -37,7 +37,8 @@ import cv2
 import numpy as np
 import simplejpeg
 
-from chute.ops.decoders import output_pool, turbo
+from chute.executor import output_pool
+from chute.ops.decoders import turbo
 from chute.ops.decoders.image_headers import (
     DecodeError,
     EncodedImage,

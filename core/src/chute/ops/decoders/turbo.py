@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chute.ops.decoders import output_pool
+from chute.executor import output_pool
 
 __all__ = ["JpegHeader", "TurboJPEG", "load"]
 

@@ -24,6 +24,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from chute.executor import output_pool
 from chute.ops.geometry._border import as_hwc
 from chute.ops.geometry._resample import resample
 
@@ -273,7 +274,7 @@ def resample_plan(
         and filters[1] in _NATIVE_FILTERS
         and hwc.shape[2] <= 4
     ):
-        out = np.empty((plan.out_h, plan.out_w, hwc.shape[2]), np.uint8)
+        out = output_pool.empty((plan.out_h, plan.out_w, hwc.shape[2]), np.uint8)
         if hwc.strides[1:] != (hwc.shape[2], 1):
             hwc = np.ascontiguousarray(hwc)
         _native.resample_u8(hwc, out, plan.roi_y, plan.roi_x, *filters, antialias)

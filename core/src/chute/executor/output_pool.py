@@ -1,4 +1,4 @@
-"""Host memory for decoded images that is used again once nothing refers to it.
+"""Host memory for decoded images and output batches, used again once nothing refers to it.
 
 A decoded crop of a few hundred kilobytes in fresh memory costs a page fault per 4 KiB
 page as it is first written (measured: most of a random-crop pipeline's system time,
