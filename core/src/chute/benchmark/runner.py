@@ -69,6 +69,37 @@ def time_system(gen: Any, batch: int, warmup: int, iters: int, reps: int) -> dic
     return {"img_per_s": round(statistics.median(rates), 1), "reps": [round(r, 1) for r in rates]}
 
 
+def _run_rep(
+    name: str,
+    r: dict[str, Any],
+    preset: str,
+    data: str,
+    batch: int,
+    threads: int,
+    device: str,
+    warmup: int,
+    iters: int,
+) -> None:
+    """Start system ``name``, time one rep into ``r`` (memory added: the first rep's), stop it."""
+    rss0 = _rss_mb()
+    gpu0 = _gpu_used_mb()
+    try:
+        gen = SYSTEMS[name](preset, data, batch, threads, device)
+        rep = time_system(gen, batch, warmup, iters, 1)
+        r.setdefault("reps", []).extend(rep["reps"])
+        r.setdefault("rss_mb_added", round(_rss_mb() - rss0, 1))
+        gpu1 = _gpu_used_mb()
+        if gpu0 is not None and gpu1 is not None:
+            r.setdefault("gpu_mb_added", round(gpu1 - gpu0, 1))
+        close = getattr(gen, "close", None)
+        if close:
+            close()
+    except ImportError as exc:
+        r["skipped"] = f"not installed: {exc}"
+    except Exception as exc:  # one system failing must not hide the others
+        r["error"] = f"{type(exc).__name__}: {exc}"[:300]
+
+
 def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "python": platform.python_version(),
@@ -122,26 +153,21 @@ def run_benchmark(
     if device == "auto":
         device = "gpu" if _gpu_used_mb() is not None else "cpu"
     names = systems or list(SYSTEMS)
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {name: {} for name in names}
+    # Rounds: each system runs one rep in turn, from a fresh start (the machine's speed
+    # drifts; interleaving spreads the drift over all systems alike).
+    for _ in range(reps):
+        for name in names:
+            r = results[name]
+            if "skipped" in r or "error" in r:
+                continue
+            _run_rep(name, r, preset, data, batch, threads, device, warmup, iters)
     for name in names:
-        rss0 = _rss_mb()
-        gpu0 = _gpu_used_mb()
-        try:
-            gen = SYSTEMS[name](preset, data, batch, threads, device)
-            r = time_system(gen, batch, warmup, iters, reps)
-            r["rss_mb_added"] = round(_rss_mb() - rss0, 1)
-            gpu1 = _gpu_used_mb()
-            if gpu0 is not None and gpu1 is not None:
-                r["gpu_mb_added"] = round(gpu1 - gpu0, 1)
-            close = getattr(gen, "close", None)
-            if close:
-                close()
-        except ImportError as exc:
-            r = {"skipped": f"not installed: {exc}"}
-        except Exception as exc:  # one system failing must not hide the others
-            r = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-        results[name] = r
-        print(_row(name, r), flush=True)
+        r = results[name]
+        if "reps" in r:
+            r["img_per_s"] = round(statistics.median(r["reps"]), 1)
+            results[name] = {"img_per_s": r.pop("img_per_s"), **r}
+        print(_row(name, results[name]), flush=True)
     record = {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["chute", "bench", *sys.argv[2:]])
