@@ -294,7 +294,7 @@ def test_default_shuffle_is_the_same_wherever_the_dataset_lives(tmp_path):
     assert first != sorted(first)  # shuffled
 
 
-@pytest.mark.parametrize("dont_use_mmap", [False, True])
+@pytest.mark.parametrize("dont_use_mmap", [None, False, True])  # None: unset (read)
 def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
     rng = np.random.default_rng(3)
     sizes = [0, 100, 16 * 1024 - 1, 16 * 1024, 70_001]  # read below 16 KiB, mapped above
@@ -307,13 +307,17 @@ def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
 
     @pipeline_def(batch_size=len(paths), num_threads=1, device_id=None)
     def pipe():
-        data, _ = fn.readers.file(files=paths, dont_use_mmap=dont_use_mmap)
+        kw = {} if dont_use_mmap is None else {"dont_use_mmap": dont_use_mmap}
+        data, _ = fn.readers.file(files=paths, **kw)
         return data
 
     p = pipe()
     p.build()
-    (out,) = p.run()
-    assert [np.asarray(out.at(i)).tobytes() for i in range(len(paths))] == blobs
+    for _ in range(3):  # later epochs read into the memory of dropped batches
+        (out,) = p.run()
+        assert [np.asarray(out.at(i)).tobytes() for i in range(len(paths))] == blobs
+        assert not any(np.asarray(out.at(i)).flags.writeable for i in range(len(paths)))
+        del out
 
 
 def test_mapped_file_errors_name_the_file(tmp_path):

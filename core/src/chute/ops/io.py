@@ -22,8 +22,9 @@ class FileRead(Operator):
             Arg(
                 "dont_use_mmap",
                 "bool",
-                False,
-                "Read files instead of memory-mapping them (files under 16 KiB are always read).",
+                None,
+                "False: memory-map files of 16 KiB and more, as DALI does; True or unset: read "
+                "them (see readers.file).",
                 per_sample=False,
             ),
         ),
@@ -35,7 +36,7 @@ class FileRead(Operator):
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         from chute.ops.readers.file import read_file
 
-        return read_file(sample_to_str(inputs[0]), not args["dont_use_mmap"])
+        return read_file(sample_to_str(inputs[0]), args["dont_use_mmap"] is False)
 
 
 def sample_to_str(x: np.ndarray) -> str:

@@ -77,8 +77,9 @@ READER_ARGS = (
     Arg(
         "dont_use_mmap",
         "bool",
-        False,
-        "Read files instead of memory-mapping them (files under 16 KiB are always read).",
+        None,
+        "False: memory-map files of 16 KiB and more, as DALI does; True or unset: read them "
+        "(measured cheaper on chute's CPU path: each unmapping interrupts every worker thread).",
         per_sample=False,
     ),
     Arg("lazy_init", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
@@ -258,7 +259,7 @@ class FileSource(ShardedSource):
         on_error: str = "raise",
     ):
         self.on_error = on_error
-        self.use_mmap = not node.arg("dont_use_mmap")
+        self.use_mmap = node.arg("dont_use_mmap") is False
         self.processes = None  # helper processes reading the files, see FileReader.fuse
         if getattr(node, "read_in_processes", False) and READ_PROCESSES:
             self.processes = ReadProcesses(READ_PROCESSES) if ReadProcesses.available() else None
@@ -302,11 +303,13 @@ class FileSource(ShardedSource):
 def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
     """The bytes of one file as a read-only uint8 array; OSError names the file.
 
-    With ``use_mmap`` files of 16 KiB and more are memory-mapped instead of copied:
-    the reader thread spends ~8 us per file instead of ~25 us and the pages are
-    faulted in by whoever decodes them. (On the H200 GPU pipeline mapping and reading
-    measured the same, bench/results/gpu_h200_probe_*.) A file truncated while mapped
-    raises SIGBUS where it is read, as in DALI (``dont_use_mmap=True`` reads instead).
+    With ``use_mmap`` files of 16 KiB and more are memory-mapped instead of copied: the
+    reader spends less (~8 us per file instead of ~25 us), but the decoder faults the
+    pages in and every unmapping interrupts the other threads; on the 2-core VM's CPU
+    pipeline reading cost 110-140 us of CPU per file (reader and executor) against
+    150-240 us mapped, so reading is the default (on the H200 GPU pipeline the two
+    measured the same, bench/results/gpu_h200_probe_*). A file truncated while mapped
+    raises SIGBUS where it is read, as in DALI.
     """
     try:
         with open(path, "rb") as f:
