@@ -22,7 +22,13 @@
 #define ROWS 8
 #define MAX_CHANNELS 4
 
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* an AVX2 copy of the hot loops beside the baseline one, picked at load time (glibc's
+ * ifunc); elsewhere the baseline alone */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
@@ -150,7 +156,9 @@ static inline unsigned char saturate_u8(float v) {
     int i = (int)(v + 0.5f);
     i = i > 0 ? i : 0;
     return (unsigned char)(i < 255 ? i : 255);
-}/* src: rows of `row_stride` bytes, pixels of `channels` bytes; dst: contiguous HWC.
+}
+
+/* src: rows of `row_stride` bytes, pixels of `channels` bytes; dst: contiguous HWC.
  * Inlined once per channel count so that the horizontal sums live in registers. */
 static inline __attribute__((always_inline)) void
 resample_blocks(const unsigned char *src, Py_ssize_t row_stride, const int channels,

@@ -165,9 +165,8 @@ def run_benchmark(
     for name in names:
         r = results[name]
         if "reps" in r:
-            r["img_per_s"] = round(statistics.median(r["reps"]), 1)
-            results[name] = {"img_per_s": r.pop("img_per_s"), **r}
-        print(_row(name, results[name]), flush=True)
+            results[name] = r = {"img_per_s": round(statistics.median(r["reps"]), 1), **r}
+        print(_row(name, r), flush=True)
     record = {
         "date": datetime.date.today().isoformat(),
         "command": " ".join(["chute", "bench", *sys.argv[2:]])

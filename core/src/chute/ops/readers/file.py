@@ -305,9 +305,9 @@ def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
 
     With ``use_mmap`` files of 16 KiB and more are memory-mapped instead of copied: the
     reader spends less (~8 us per file instead of ~25 us), but the decoder faults the
-    pages in and every unmapping interrupts the other threads; on the 2-core VM's CPU
-    pipeline reading cost 110-140 us of CPU per file (reader and executor) against
-    150-240 us mapped, so reading is the default (on the H200 GPU pipeline the two
+    pages in and every unmapping interrupts the other threads; on the 2-core VM a
+    readers.file -> peek_image_shape pipeline cost 110-160 us of CPU per file read
+    against 150-240 us mapped, so reading is the default (on the H200 GPU pipeline the two
     measured the same, bench/results/gpu_h200_probe_*). A file truncated while mapped
     raises SIGBUS where it is read, as in DALI.
     """
