@@ -225,7 +225,22 @@ class Image(_DecoderBase):
         return gpu_backends.image_mixed(self, inputs, args, ctx)
 
 
-class ImageCrop(_DecoderBase):
+class _WindowDecoder(_DecoderBase):
+    """A decoder of one window per image, given by ``window(inputs, args)`` (both backends)."""
+
+    def window(self, inputs: tuple, args: ArgView) -> Callable[[int, int], tuple]:
+        raise NotImplementedError
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        return self._decode(inputs[0], args, self.window(inputs, args), ctx)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import gpu_backends
+
+        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
+
+
+class ImageCrop(_WindowDecoder):
     """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
 
     schema = Schema(
@@ -276,16 +291,8 @@ class ImageCrop(_DecoderBase):
 
         return roi
 
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self._decode(inputs[0], args, self.window(inputs, args), ctx)
 
-    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
-
-        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
-
-
-class ImageSlice(_DecoderBase):
+class ImageSlice(_WindowDecoder):
     """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
 
     schema = Schema(
@@ -376,14 +383,6 @@ class ImageSlice(_DecoderBase):
             return _roi(window, height, width, self.schema.display_name)
 
         return roi
-
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self._decode(inputs[0], args, self.window(inputs, args), ctx)
-
-    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
-
-        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
 
 
 class ImageRandomCrop(_DecoderBase):
