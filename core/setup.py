@@ -1,4 +1,4 @@
-"""The one compiled part of chute: ``chute._native`` (GIL-free CPU kernels, csrc/native.c).
+"""The one compiled part of chute: ``chute._native`` (GIL-free CPU kernels, csrc/).
 
 It is optional: where it cannot be built, chute runs the same operators through Pillow
 and NumPy (see chute.ops.geometry.resize_kernels).
@@ -12,8 +12,11 @@ setup(
     ext_modules=[
         Extension(
             "chute._native",
-            sources=["csrc/native.c"],
+            sources=["csrc/native.c", "csrc/jpeg_region.c"],
+            depends=["csrc/native.h"],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3", "-std=c11"],
+            # dlopen (jpeg_region.c) lives in libdl before glibc 2.34
+            libraries=["dl"] if sys.platform.startswith("linux") else [],
             optional=True,
         )
     ]

@@ -1,4 +1,4 @@
-/* chute._native: CPU kernels that run without the GIL.
+/* chute._native: CPU kernels that run without the GIL (JPEG regions: jpeg_region.c).
  *
  * resample_u8: separable resampling of a uint8 HWC image (1-4 channels) with the
  * filters of chute/ops/geometry/_resample.py (same weights: Pillow's window and edge
@@ -14,6 +14,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "native.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -292,6 +294,17 @@ done:
 
 static PyMethodDef methods[] = {
     {"resample_u8", resample_u8, METH_VARARGS, resample_u8_doc},
+    {"jpeg_bind", jpeg_bind, METH_VARARGS,
+     "jpeg_bind(path)\n\nLoad the TurboJPEG 3 functions from the libturbojpeg at `path` (once)."},
+    {"jpeg_header", jpeg_header, METH_VARARGS,
+     "jpeg_header(buf) -> (height, width, subsampling, colorspace)\n\n"
+     "TurboJPEG's header fields of the JPEG in `buf`; ValueError with its message."},
+    {"jpeg_decode", jpeg_decode, METH_VARARGS,
+     "jpeg_decode(buf, out, pixel_format, numerator, y0, x0)\n\n"
+     "Decode the region of the JPEG in `buf`, scaled by numerator/8, whose top-left pixel is\n"
+     "(y0, x0) and whose size is that of `out` (C-contiguous uint8 (h, w, channels)) into\n"
+     "`out`, without the GIL. pixel_format: TurboJPEG's TJPF_RGB 0, TJPF_BGR 1, TJPF_GRAY 6.\n"
+     "ValueError with the library's message for corrupt data."},
     {NULL, NULL, 0, NULL},
 };
 

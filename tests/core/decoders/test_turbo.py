@@ -73,6 +73,67 @@ def test_any_region_equals_the_same_pixels_of_a_full_decode(name, numerator):
         )
 
 
+@pytest.fixture(params=["native", "ctypes"])
+def region_path(request, monkeypatch):
+    """decode_region through chute._native (one GIL-free call) or the ctypes binding."""
+    if decoder is None:
+        pytest.skip("no libturbojpeg 3 found")
+    if request.param == "ctypes":
+        monkeypatch.setattr(decoder, "native", None)
+    elif decoder.native is None:
+        pytest.skip("chute._native is not built")
+    return request.param
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.parametrize("numerator", [8, 4, 2, 1])
+def test_decode_region_gives_exactly_the_region_of_a_full_decode(region_path, name, numerator):
+    buf = np.frombuffer(FILES[name], np.uint8)
+    full, _, _ = decoder.decode(buf, "RGB", numerator)
+    height, width = full.shape[:2]
+    rng = np.random.default_rng(numerator)
+    rects = [(0, 0, height, width), (0, 0, 1, 1), (height - 1, width - 1, height, width)]
+    for _ in range(40):
+        y0, y1 = sorted(rng.choice(height + 1, 2, replace=False))
+        x0, x1 = sorted(rng.choice(width + 1, 2, replace=False))
+        rects.append((int(y0), int(x0), int(y1), int(x1)))
+    for y0, x0, y1, x1 in rects:
+        for fmt, channels in (("RGB", slice(None)), ("BGR", slice(None, None, -1))):
+            part = decoder.decode_region(buf, fmt, numerator, (y0, x0, y1, x1))
+            assert part.flags.c_contiguous and part.shape == (y1 - y0, x1 - x0, 3)
+            np.testing.assert_array_equal(part, full[y0:y1, x0:x1, channels])
+
+
+def test_decode_region_of_gray_and_bad_data(region_path):
+    import simplejpeg
+
+    gray = decoder.decode_region(np.frombuffer(GRAY, np.uint8), "GRAY", 8, (3, 4, 30, 50))
+    np.testing.assert_array_equal(gray, simplejpeg.decode_jpeg(GRAY, colorspace="GRAY")[3:30, 4:50])
+    data = np.frombuffer(FILES["4:2:0-75x101"], np.uint8)
+    with pytest.raises(ValueError, match="Premature end"):
+        decoder.decode_region(data[: data.size // 2].copy(), "RGB", 8, (60, 0, 75, 101))
+    with pytest.raises(ValueError, match="Not a JPEG"):
+        decoder.decode_region(np.zeros(64, np.uint8), "RGB", 8, (0, 0, 1, 1))
+    with pytest.raises(ValueError, match="outside"):
+        decoder.decode_region(data, "RGB", 4, (0, 0, 38, 52))  # the 1/2 image is 38x51
+    # the thread's decoder is fine afterwards
+    np.testing.assert_array_equal(
+        decoder.decode_region(data, "RGB", 8, (0, 0, 75, 101)), decoder.decode(data, "RGB")[0]
+    )
+
+
+def test_decode_region_in_several_threads(region_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    buf = np.frombuffer(_jpeg(_photo(200, 300, 5)), np.uint8)
+    full = decoder.decode(buf, "RGB")[0]
+    rects = [(i, 2 * i, 100 + 3 * i, 150 + 4 * i) for i in range(32)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda r: decoder.decode_region(buf, "RGB", 8, r), rects))
+    for (y0, x0, y1, x1), part in zip(rects, got):
+        np.testing.assert_array_equal(part, full[y0:y1, x0:x1])
+
+
 @needs_turbo
 def test_a_small_region_decodes_less_than_the_whole_image():
     buf = np.frombuffer(_jpeg(_photo(480, 640, 3)), np.uint8)

@@ -373,17 +373,14 @@ def _decode_jpeg(
         native, numerator = _decode_simplejpeg(buf, height, width, target, plan.numerator)
         return native, layout, _Plan(plan.source_rect, numerator), (0, 0), True
     rect = _scaled_rect(plan.source_rect, plan.numerator)
-    m = plan.numerator
-    whole = rect == (0, 0, -(-height * m // 8), -(-width * m // 8))
     try:
-        # A region is decoded with margins into the scratch buffer and copied out
-        # once; a whole image is decoded straight into its own array.
-        native, y, x = decoder.decode(
-            np.frombuffer(buf, np.uint8), target, m, rect, scratch=not whole, header=header
+        # exactly the rect, in an array of its own: nothing is copied after the decoder
+        native = decoder.decode_region(
+            np.frombuffer(buf, np.uint8), target, plan.numerator, rect, header
         )
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
-    return native, layout, plan, (y, x), whole
+    return native, layout, plan, rect[:2], True
 
 
 def _decode_simplejpeg(

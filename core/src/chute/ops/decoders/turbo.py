@@ -5,8 +5,11 @@ conversion of everything outside the crop, and the entropy decoding of every
 row below it; a DCT-scaled decode (1/2, 1/4, 1/8) makes the inverse DCT itself
 produce the smaller image. simplejpeg, chute's other JPEG path, exposes neither.
 
-The binding is a few ctypes calls (ctypes releases the GIL for each call, so
-worker threads decode in parallel). The shared library is looked up, in order:
+Where chute's compiled module is built, :meth:`TurboJPEG.decode_region` is one call
+into it (csrc/jpeg_region.c) that reads the header, decodes and copies the region out
+without the GIL; otherwise, and for :meth:`TurboJPEG.decode`, the binding is a few
+ctypes calls (ctypes releases the GIL for the decode, so worker threads decode in
+parallel). Both use the same library, looked up in order:
 
 1. the path in the ``CHUTE_LIBTURBOJPEG`` environment variable;
 2. the copy of libjpeg-turbo 3 bundled in the ``turbojpeg`` wheel (a dependency
@@ -136,6 +139,8 @@ class TurboJPEG:
         self.lib = lib
         self.path = path
         self._local = threading.local()
+        # chute._native bound to the same library, or None (not built)
+        self.native = _bind_native(path)
 
     def _handle(self) -> _Handle:
         handle = getattr(self._local, "handle", None)
@@ -175,7 +180,41 @@ class TurboJPEG:
         Passing the result to :meth:`decode` of the same `buf` on the same thread, with
         no other call in between, saves reading it again.
         """
+        if self.native is not None:
+            height, width, subsampling, colorspace = self.native.jpeg_header(buf)
+            return JpegHeader(height, width, subsampling, COLORSPACES.get(colorspace, "unknown"))
         return self._read_header(self._handle(), buf, buf.ctypes.data)
+
+    def decode_region(
+        self,
+        buf: np.ndarray,
+        pixel_format: str,
+        numerator: int,
+        rect: tuple[int, int, int, int],
+        header: JpegHeader | None = None,
+    ) -> np.ndarray:
+        """Exactly `rect` (y0, x0, y1, x1 in pixels scaled by `numerator`/8) as a new HWC array.
+
+        The array is C-contiguous, in recycled memory (output_pool), and the decoder's
+        only output: nothing is copied after it. `header` is as for :meth:`decode`.
+        """
+        y0, x0, y1, x1 = rect
+        shape = (y1 - y0, x1 - x0, _CHANNELS[pixel_format])
+        if self.native is not None:
+            out = output_pool.empty(shape, np.uint8)
+            self.native.jpeg_decode(buf, out, PIXEL_FORMATS[pixel_format], numerator, y0, x0)
+            return out
+        if header is None:
+            header = self.header(buf)
+        whole = rect == (0, 0, *_scaled_size(header, numerator))
+        # a whole image is decoded into its own array; a region with margins into the
+        # scratch buffer, and copied out
+        image, oy, ox = self.decode(buf, pixel_format, numerator, rect, not whole, header)
+        if whole:
+            return image
+        out = output_pool.empty(shape, np.uint8)
+        np.copyto(out, image[y0 - oy : y1 - oy, x0 - ox : x1 - ox])
+        return out
 
     def decode(
         self,
@@ -201,8 +240,7 @@ class TurboJPEG:
         address = buf.ctypes.data
         if header is None or header is not handle.header or handle.source != (address, buf.size):
             header = self._read_header(handle, buf, address)
-        scaled_h = -(-header.height * numerator // 8)
-        scaled_w = -(-header.width * numerator // 8)
+        scaled_h, scaled_w = _scaled_size(header, numerator)
         if lib.tj3SetScalingFactor(handle.ptr, _scaling_factor(numerator)) != 0:
             raise ValueError(self._error(handle))
         y0, x0, y1, x1 = rect if rect is not None else (0, 0, scaled_h, scaled_w)
@@ -236,6 +274,23 @@ class TurboJPEG:
         if status != 0:
             raise ValueError(self._error(handle))
         return out, y0, x0
+
+
+def _scaled_size(header: JpegHeader, numerator: int) -> tuple[int, int]:
+    return -(-header.height * numerator // 8), -(-header.width * numerator // 8)
+
+
+def _bind_native(path: str):
+    """chute._native with its JPEG functions bound to the library at `path`, or None."""
+    if os.environ.get("CHUTE_NATIVE_JPEG") == "0":
+        return None  # switched off: the ctypes binding decodes
+    try:
+        from chute import _native
+
+        _native.jpeg_bind(path)
+    except (ImportError, AttributeError, OSError):
+        return None  # not built, built before it had them, or on Windows
+    return _native
 
 
 @functools.cache

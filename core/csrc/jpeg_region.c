@@ -1,0 +1,266 @@
+/* chute._native's JPEG functions: a region (or all) of a JPEG decoded in one call
+ * without the GIL, through libjpeg-turbo's TurboJPEG 3 API.
+ *
+ * The library is not linked: jpeg_bind(path) opens the libturbojpeg that
+ * chute.ops.decoders.turbo found (the same file its ctypes binding uses) and looks up
+ * the few tj3 functions. Each thread keeps its own decompressor and scratch buffer.
+ *
+ * jpeg_decode(buf, out, pixel_format, numerator, y0, x0) fills `out` (an exact region of
+ * the image scaled by numerator/8) in one GIL-free call: header, scaling, cropping region
+ * with the margins libjpeg-turbo needs to produce the same pixels as a full decode, the
+ * decode into the scratch buffer and the copy of the region into `out`. A whole image is
+ * decoded straight into `out`. The margins are those of turbo.TurboJPEG.decode, which
+ * stays the path where this module is not built.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "native.h"
+
+#ifdef _WIN32
+
+PyObject *jpeg_bind(PyObject *self, PyObject *args) {
+    PyErr_SetString(PyExc_OSError, "chute._native does not load libturbojpeg on Windows");
+    return NULL;
+}
+PyObject *jpeg_header(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
+PyObject *jpeg_decode(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
+
+#else
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* turbojpeg.h, version 3 */
+typedef struct { int num, denom; } tj_scaling;
+typedef struct { int x, y, w, h; } tj_region;
+enum { TJINIT_DECOMPRESS = 1 };
+enum { TJPARAM_STOPONWARNING = 0, TJPARAM_SUBSAMP = 4, TJPARAM_JPEGWIDTH = 5,
+       TJPARAM_JPEGHEIGHT = 6, TJPARAM_COLORSPACE = 8 };
+enum { TJPF_RGB = 0, TJPF_BGR = 1, TJPF_GRAY = 6 };
+
+static struct {
+    void *(*init)(int);
+    void (*destroy)(void *);
+    int (*set)(void *, int, int);
+    int (*get)(void *, int);
+    int (*header)(void *, const unsigned char *, size_t);
+    int (*scaling)(void *, tj_scaling);
+    int (*cropping)(void *, tj_region);
+    int (*decompress8)(void *, const unsigned char *, size_t, unsigned char *, int, int);
+    char *(*error)(void *);
+} tj;
+static int bound = 0;
+
+/* a thread's decompressor and scratch buffer, freed when the thread ends */
+typedef struct {
+    void *handle;
+    unsigned char *scratch;
+    size_t capacity;
+} Local;
+
+static pthread_key_t local_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void local_free(void *p) {
+    Local *local = p;
+    if (local->handle) tj.destroy(local->handle);
+    free(local->scratch);
+    free(local);
+}
+
+static void make_key(void) { pthread_key_create(&local_key, local_free); }
+
+static Local *thread_local_state(void) {
+    pthread_once(&key_once, make_key);
+    Local *local = pthread_getspecific(local_key);
+    if (!local) {
+        local = calloc(1, sizeof(Local));
+        if (!local) return NULL;
+        pthread_setspecific(local_key, local);
+    }
+    if (!local->handle) {
+        local->handle = tj.init(TJINIT_DECOMPRESS);
+        /* corrupt or truncated data is an error, not a warning with grey rows */
+        if (local->handle) tj.set(local->handle, TJPARAM_STOPONWARNING, 1);
+    }
+    return local->handle ? local : NULL;
+}
+
+/* Copy the handle's error message and drop the handle: one that failed mid-header can
+ * fail the next, valid header too, so the thread starts afresh. */
+static void fail(Local *local, char *message, size_t size) {
+    snprintf(message, size, "%s", tj.error(local->handle));
+    tj.destroy(local->handle);
+    local->handle = NULL;
+}
+
+PyObject *jpeg_bind(PyObject *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    if (bound) Py_RETURN_NONE;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        PyErr_Format(PyExc_OSError, "cannot load %s: %s", path, dlerror());
+        return NULL;
+    }
+    const char *names[] = {"tj3Init", "tj3Destroy", "tj3Set", "tj3Get", "tj3DecompressHeader",
+                           "tj3SetScalingFactor", "tj3SetCroppingRegion", "tj3Decompress8",
+                           "tj3GetErrorStr"};
+    void **slots[] = {(void **)&tj.init, (void **)&tj.destroy, (void **)&tj.set,
+                      (void **)&tj.get, (void **)&tj.header, (void **)&tj.scaling,
+                      (void **)&tj.cropping, (void **)&tj.decompress8, (void **)&tj.error};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        *slots[i] = dlsym(lib, names[i]);
+        if (!*slots[i]) {
+            PyErr_Format(PyExc_OSError, "%s has no %s (not libjpeg-turbo 3)", path, names[i]);
+            dlclose(lib);
+            return NULL;
+        }
+    }
+    bound = 1;  /* the library stays loaded for the life of the process */
+    Py_RETURN_NONE;
+}
+
+static int check_bound(void) {
+    if (!bound) PyErr_SetString(PyExc_RuntimeError, "jpeg_bind() was not called");
+    return bound;
+}
+
+PyObject *jpeg_header(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    if (!check_bound() || !PyArg_ParseTuple(args, "y*", &buf)) return NULL;
+    PyObject *result = NULL;
+    char message[256];
+    Local *local = thread_local_state();
+    if (!local) {
+        PyErr_NoMemory();
+    } else if (tj.header(local->handle, buf.buf, (size_t)buf.len) != 0) {
+        fail(local, message, sizeof(message));
+        PyErr_SetString(PyExc_ValueError, message);
+    } else {
+        void *h = local->handle;
+        result = Py_BuildValue("iiii", tj.get(h, TJPARAM_JPEGHEIGHT), tj.get(h, TJPARAM_JPEGWIDTH),
+                               tj.get(h, TJPARAM_SUBSAMP), tj.get(h, TJPARAM_COLORSPACE));
+    }
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* Width in pixels of one MCU per chroma subsampling (TJSAMP_444, 422, 420, GRAY, 440,
+ * 411, 441); a cropping region starts on an MCU boundary. */
+static int mcu_width(int subsampling) {
+    static const int widths[] = {8, 16, 16, 8, 8, 32, 8};
+    return subsampling >= 0 && subsampling < 7 ? widths[subsampling] : 0;
+}
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* Decode rows y0..y0+out_h, columns x0..x0+out_w of the image scaled by numerator/8 into
+ * `out` (rows of out_w * channels bytes). Returns 0, or -1 with `message` set. */
+static int decode_region(const unsigned char *jpeg, size_t size, unsigned char *out, int out_h,
+                         int out_w, int channels, int format, int numerator, int y0, int x0,
+                         char *message, size_t message_size) {
+    Local *local = thread_local_state();
+    if (!local) {
+        snprintf(message, message_size, "out of memory");
+        return -1;
+    }
+    void *h = local->handle;
+    if (tj.header(h, jpeg, size) != 0) goto failed;
+    int height = tj.get(h, TJPARAM_JPEGHEIGHT), width = tj.get(h, TJPARAM_JPEGWIDTH);
+    int scaled_h = (int)(((long long)height * numerator + 7) / 8);
+    int scaled_w = (int)(((long long)width * numerator + 7) / 8);
+    int y1 = y0 + out_h, x1 = x0 + out_w;
+    if (y0 < 0 || x0 < 0 || y1 > scaled_h || x1 > scaled_w) {
+        snprintf(message, message_size, "region (%d, %d, %d, %d) outside the %dx%d scaled image",
+                 y0, x0, y1, x1, scaled_h, scaled_w);
+        return -1;
+    }
+    int common = gcd(numerator, 8);
+    if (tj.scaling(h, (tj_scaling){numerator / common, 8 / common}) != 0) goto failed;
+    /* One row above and below, one column left and one MCU right: chroma upsampling at a
+     * region's edges reads pixels beyond them, and libjpeg-turbo treats the region's right
+     * edge as the image's (see turbo.TurboJPEG.decode). */
+    int mcu = mcu_width(tj.get(h, TJPARAM_SUBSAMP)) * numerator / 8;
+    int ry0 = y0 > 0 ? y0 - 1 : 0, rx0 = x0 > 0 ? x0 - 1 : 0;
+    int ry1 = y1 + 1 < scaled_h ? y1 + 1 : scaled_h;
+    int rx1 = x1 + mcu < scaled_w ? x1 + mcu : scaled_w;
+    tj_region region = {0, 0, 0, 0};
+    if ((ry0 == 0 && rx0 == 0 && ry1 == scaled_h && rx1 == scaled_w) || mcu == 0) {
+        ry0 = rx0 = 0;
+        ry1 = scaled_h;
+        rx1 = scaled_w;
+    } else {
+        rx0 -= rx0 % mcu;
+        region = (tj_region){rx0, ry0, rx1 - rx0, ry1 - ry0};
+    }
+    if (tj.cropping(h, region) != 0) goto failed;
+    size_t row = (size_t)out_w * channels;
+    if (out_h == scaled_h && out_w == scaled_w) {  /* the whole image: straight into out */
+        if (tj.decompress8(h, jpeg, size, out, (int)row, format) != 0) goto failed;
+        return 0;
+    }
+    size_t pitch = (size_t)(rx1 - rx0) * channels;
+    size_t needed = pitch * (size_t)(ry1 - ry0);
+    if (needed > local->capacity) {
+        unsigned char *grown = realloc(local->scratch, needed);
+        if (!grown) {
+            snprintf(message, message_size, "out of memory for a %dx%d region", ry1 - ry0,
+                     rx1 - rx0);
+            return -1;
+        }
+        local->scratch = grown;
+        local->capacity = needed;
+    }
+    if (tj.decompress8(h, jpeg, size, local->scratch, (int)pitch, format) != 0) goto failed;
+    const unsigned char *src = local->scratch + (size_t)(y0 - ry0) * pitch + (size_t)(x0 - rx0) * channels;
+    for (int r = 0; r < out_h; r++) memcpy(out + r * row, src + r * pitch, row);
+    return 0;
+failed:
+    fail(local, message, message_size);
+    return -1;
+}
+
+PyObject *jpeg_decode(PyObject *self, PyObject *args) {
+    Py_buffer buf, out;
+    int format, numerator, y0, x0;
+    PyObject *out_obj;
+    if (!check_bound() ||
+        !PyArg_ParseTuple(args, "y*Oiiii", &buf, &out_obj, &format, &numerator, &y0, &x0))
+        return NULL;
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int channels = format == TJPF_GRAY ? 1 : 3;
+    if ((format != TJPF_RGB && format != TJPF_BGR && format != TJPF_GRAY) || numerator < 1 ||
+        numerator > 8) {
+        PyErr_SetString(PyExc_ValueError, "pixel_format must be RGB, BGR or GRAY (0, 1, 6) and "
+                                          "numerator 1..8");
+    } else if (out.ndim != 3 || out.itemsize != 1 || out.shape[2] != channels ||
+               out.shape[0] < 1 || out.shape[1] < 1) {
+        PyErr_Format(PyExc_ValueError, "out must be a C-contiguous uint8 array (h, w, %d)",
+                     channels);
+    } else {
+        char message[256];
+        int status;
+        Py_BEGIN_ALLOW_THREADS
+        status = decode_region(buf.buf, (size_t)buf.len, out.buf, (int)out.shape[0],
+                               (int)out.shape[1], channels, format, numerator, y0, x0, message,
+                               sizeof(message));
+        Py_END_ALLOW_THREADS
+        if (status == 0)
+            result = Py_NewRef(Py_None);
+        else
+            PyErr_SetString(PyExc_ValueError, message);
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+#endif

@@ -1,0 +1,12 @@
+/* chute._native's functions, by source file (the module itself is in native.c) */
+#ifndef CHUTE_NATIVE_H
+#define CHUTE_NATIVE_H
+
+#include <Python.h>
+
+/* jpeg_region.c */
+PyObject *jpeg_bind(PyObject *self, PyObject *args);
+PyObject *jpeg_header(PyObject *self, PyObject *args);
+PyObject *jpeg_decode(PyObject *self, PyObject *args);
+
+#endif
