@@ -320,11 +320,23 @@ def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
         del out
 
 
-def test_mapped_file_errors_name_the_file(tmp_path):
+@pytest.mark.parametrize("use_mmap", [False, True])
+def test_file_errors_name_the_file(tmp_path, use_mmap):
     from chute.ops.readers.file import read_file
 
     with pytest.raises(OSError, match="missing.jpg"):
-        read_file(str(tmp_path / "missing.jpg"), use_mmap=True)
+        read_file(str(tmp_path / "missing.jpg"), use_mmap=use_mmap)
+    with pytest.raises(OSError, match="Is a directory"):
+        read_file(str(tmp_path), use_mmap=use_mmap)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="no procfs")
+def test_files_whose_size_says_zero_are_read_whole():
+    from chute.ops.readers.file import read_file
+
+    assert os.stat("/proc/self/status").st_size == 0
+    text = read_file("/proc/self/status").tobytes()
+    assert text.startswith(b"Name:") and text.endswith(b"\n") and len(text) > 200
 
 
 def _reader_node(plan):

@@ -312,12 +312,21 @@ def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
     raises SIGBUS where it is read, as in DALI.
     """
     try:
-        with open(path, "rb") as f:
-            if use_mmap and os.fstat(f.fileno()).st_size >= _MAP_FROM:
-                return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
-            return np.frombuffer(f.read(), dtype=np.uint8)
+        # os-level calls: open, fstat, read, close (Python's open() makes ten system calls)
+        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            size = os.fstat(fd).st_size
+            if use_mmap and size >= _MAP_FROM:
+                return np.frombuffer(mmap.mmap(fd, 0, access=mmap.ACCESS_READ), np.uint8)
+            data = os.read(fd, size + 1)
+            if len(data) > size:  # it grew since fstat (or says 0 bytes, as /proc files do)
+                data = b"".join([data, *iter(lambda: os.read(fd, 1 << 20), b"")])
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise OSError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 _MAP_FROM = 16 * 1024  # smaller files are cheaper to copy than to map
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
