@@ -25,6 +25,7 @@ PyObject *jpeg_bind(PyObject *self, PyObject *args) {
 }
 PyObject *jpeg_header(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
 PyObject *jpeg_decode(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
+PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
 
 #else
 
@@ -224,42 +225,106 @@ failed:
     return -1;
 }
 
-PyObject *jpeg_decode(PyObject *self, PyObject *args) {
+/* One region to decode: its buffers are held (with the GIL) until the decode is done. */
+typedef struct {
     Py_buffer buf, out;
-    int format, numerator, y0, x0;
+    int format, numerator, y0, x0, channels;
+} Task;
+
+/* Parse (buf, out, pixel_format, numerator, y0, x0) into `task`; 0, or -1 with an error set
+ * (and nothing held). */
+static int task_open(Task *task, PyObject *args) {
     PyObject *out_obj;
-    if (!check_bound() ||
-        !PyArg_ParseTuple(args, "y*Oiiii", &buf, &out_obj, &format, &numerator, &y0, &x0))
-        return NULL;
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&buf);
-        return NULL;
+    if (!PyArg_ParseTuple(args, "y*Oiiii", &task->buf, &out_obj, &task->format,
+                          &task->numerator, &task->y0, &task->x0))
+        return -1;
+    if (PyObject_GetBuffer(out_obj, &task->out,
+                           PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&task->buf);
+        return -1;
     }
-    PyObject *result = NULL;
-    int channels = format == TJPF_GRAY ? 1 : 3;
-    if ((format != TJPF_RGB && format != TJPF_BGR && format != TJPF_GRAY) || numerator < 1 ||
-        numerator > 8) {
+    int format = task->format;
+    task->channels = format == TJPF_GRAY ? 1 : 3;
+    Py_buffer *out = &task->out;
+    if ((format != TJPF_RGB && format != TJPF_BGR && format != TJPF_GRAY) ||
+        task->numerator < 1 || task->numerator > 8) {
         PyErr_SetString(PyExc_ValueError, "pixel_format must be RGB, BGR or GRAY (0, 1, 6) and "
                                           "numerator 1..8");
-    } else if (out.ndim != 3 || out.itemsize != 1 || out.shape[2] != channels ||
-               out.shape[0] < 1 || out.shape[1] < 1) {
+    } else if (out->ndim != 3 || out->itemsize != 1 || out->shape[2] != task->channels ||
+               out->shape[0] < 1 || out->shape[1] < 1) {
         PyErr_Format(PyExc_ValueError, "out must be a C-contiguous uint8 array (h, w, %d)",
-                     channels);
+                     task->channels);
     } else {
-        char message[256];
-        int status;
-        Py_BEGIN_ALLOW_THREADS
-        status = decode_region(buf.buf, (size_t)buf.len, out.buf, (int)out.shape[0],
-                               (int)out.shape[1], channels, format, numerator, y0, x0, message,
-                               sizeof(message));
-        Py_END_ALLOW_THREADS
-        if (status == 0)
-            result = Py_NewRef(Py_None);
-        else
-            PyErr_SetString(PyExc_ValueError, message);
+        return 0;
     }
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&out);
+    PyBuffer_Release(&task->buf);
+    PyBuffer_Release(&task->out);
+    return -1;
+}
+
+static void task_close(Task *task) {
+    PyBuffer_Release(&task->buf);
+    PyBuffer_Release(&task->out);
+}
+
+/* without the GIL */
+static int task_run(Task *task, char *message, size_t message_size) {
+    return decode_region(task->buf.buf, (size_t)task->buf.len, task->out.buf,
+                         (int)task->out.shape[0], (int)task->out.shape[1], task->channels,
+                         task->format, task->numerator, task->y0, task->x0, message,
+                         message_size);
+}
+
+PyObject *jpeg_decode(PyObject *self, PyObject *args) {
+    Task task;
+    if (!check_bound() || task_open(&task, args) < 0) return NULL;
+    char message[256];
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = task_run(&task, message, sizeof(message));
+    Py_END_ALLOW_THREADS
+    task_close(&task);
+    if (status == 0) Py_RETURN_NONE;
+    PyErr_SetString(PyExc_ValueError, message);
+    return NULL;
+}
+
+PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) {
+    PyObject *items;
+    if (!check_bound() || !PyArg_ParseTuple(args, "O!", &PyList_Type, &items)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    Task *tasks = PyMem_Calloc(n ? n : 1, sizeof(Task));
+    char (*messages)[256] = PyMem_Calloc(n ? n : 1, 256);
+    int *status = PyMem_Calloc(n ? n : 1, sizeof(int));
+    PyObject *result = NULL;
+    Py_ssize_t opened = 0;
+    if (!tasks || !messages || !status) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; opened < n; opened++) {
+        PyObject *item = PyList_GET_ITEM(items, opened);
+        if (!PyTuple_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "item %zd is not a tuple", opened);
+            goto done;
+        }
+        if (task_open(&tasks[opened], item) < 0) goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) status[i] = task_run(&tasks[i], messages[i], 256);
+    Py_END_ALLOW_THREADS
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        PyObject *entry = status[i] == 0 ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(
+            messages[i], (Py_ssize_t)strlen(messages[i]), "replace");
+        if (!entry) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, i, entry);
+    }
+done:
+    for (Py_ssize_t i = 0; i < opened; i++) task_close(&tasks[i]);
+    PyMem_Free(tasks);
+    PyMem_Free(messages);
+    PyMem_Free(status);
     return result;
 }
 

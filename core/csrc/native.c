@@ -305,6 +305,11 @@ static PyMethodDef methods[] = {
      "(y0, x0) and whose size is that of `out` (C-contiguous uint8 (h, w, channels)) into\n"
      "`out`, without the GIL. pixel_format: TurboJPEG's TJPF_RGB 0, TJPF_BGR 1, TJPF_GRAY 6.\n"
      "ValueError with the library's message for corrupt data."},
+    {"jpeg_decode_batch", jpeg_decode_batch, METH_VARARGS,
+     "jpeg_decode_batch(items) -> list\n\n"
+     "jpeg_decode(*item) for each tuple of the list `items`, all in one call without the GIL.\n"
+     "Returns None per decoded item, or the library's message (str) for data it could not\n"
+     "decode; bad arguments raise before anything is decoded."},
     {NULL, NULL, 0, NULL},
 };
 

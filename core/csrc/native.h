@@ -8,5 +8,6 @@
 PyObject *jpeg_bind(PyObject *self, PyObject *args);
 PyObject *jpeg_header(PyObject *self, PyObject *args);
 PyObject *jpeg_decode(PyObject *self, PyObject *args);
+PyObject *jpeg_decode_batch(PyObject *self, PyObject *args);
 
 #endif

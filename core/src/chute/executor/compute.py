@@ -135,9 +135,14 @@ class BatchCompute:
         with self._lanes_lock:
             for node in step.nodes:
                 self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
+        self._remember_filler(id(step), values, batch, slots)
+
+    def _remember_filler(self, key: int, values: dict, batch: SourceBatch, slots=()) -> None:
+        """Keep the batch's first sample: it pads a later batch whose samples all fail."""
+        n = batch.size
         if n:
             # copies of samples in a batch array: a view would keep the whole batch alive
-            self._fillers[id(step)] = (
+            self._fillers[key] = (
                 {
                     k: v[0].copy() if k[0] in slots else v[0]
                     for k, v in values.items()
@@ -202,8 +207,14 @@ class BatchCompute:
         # on_error skip/warn: samples a batch operator could not process (see BatchContext)
         failed = getattr(result[0], "failed", None)
         if failed:
-            bad = {i: (node.label, reason) for i, reason in failed.items()}
-            replace_bad_samples(self, batch, values, bad)
+            # a reason of (operator, error) names another operator (the reader's failures)
+            bad = {
+                i: reason if isinstance(reason, tuple) else (node.label, reason)
+                for i, reason in failed.items()
+            }
+            replace_bad_samples(self, batch, values, bad, self._fillers.get(id(node)))
+        if node.device == "cpu":
+            self._remember_filler(id(node), values, batch)
 
 
 def as_list(value: Any) -> list[Any]:

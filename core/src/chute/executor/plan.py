@@ -121,4 +121,5 @@ def _fuse(nodes: list[OpNode], outputs: list[DataNode]) -> None:
 
 
 def _is_cpu_sample(node: OpNode) -> bool:
-    return node.device == "cpu" and node.op.kind == "sample"
+    # a per-sample operator may run batch-wise where its fuse() says so (the CPU decoders)
+    return node.device == "cpu" and node.op.kind == "sample" and not getattr(node, "batched", False)

@@ -62,6 +62,7 @@ from chute.ops.decoders.pillow_decode import (
     open_pillow,
     pillow_orientation,
 )
+from chute.ops.decoders.pixel_convert import convert_color, convert_dtype
 
 # Same bound as Pillow's Image.MAX_IMAGE_PIXELS: a 1 GiB RGB image.
 MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
@@ -72,16 +73,6 @@ OUTPUT_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 # libjpeg-turbo decodes at M/8 of full size; only M = 8, 4, 2, 1 are faster
 # than a full decode (7/8, 3/4, 5/8 cost more than 1/1, measured).
 _JPEG_SCALE_NUMERATORS = (1, 2, 4)
-
-# BT.601 limited range on 8-bit RGB, as rows of a 3x4 affine matrix.
-_YCBCR_MATRIX = np.array(
-    [
-        [65.481 / 255, 128.553 / 255, 24.966 / 255, 16.0],
-        [-37.797 / 255, -74.203 / 255, 112.0 / 255, 128.0],
-        [112.0 / 255, -93.786 / 255, -18.214 / 255, 128.0],
-    ],
-    dtype=np.float32,
-)
 
 
 @dataclass(frozen=True)
@@ -205,57 +196,125 @@ def decode_resized(
     return resized
 
 
-def _decode(
+@dataclass
+class DecodeJob:
+    """One image on its way through :func:`prepare` -> (decoding) -> :func:`finish`.
+
+    :func:`prepare` reads the header and plans the decode; a JPEG's pixels are then
+    decoded by :func:`decode_jobs` (many at once, without the GIL) or by :func:`finish`.
+    """
+
+    buf: memoryview
+    out_type: str
+    out_dtype: np.dtype
+    orientation: int
+    plan: _Plan
+    layout: str = "RGB"
+    pixels: np.ndarray | None = None  # decoded: the plan's rect (or more), from `origin`
+    origin: tuple[int, int] = (0, 0)
+    own: bool = False  # `pixels` is a fresh array of its own (not a scratch buffer or a view)
+    jpeg: tuple | None = None  # (height, width, colorspace, header) while still to decode
+
+
+def prepare(
     data: EncodedImage,
-    output_type: Any,
-    dtype: Any,
-    adjust_orientation: bool,
-    roi: tuple[int, int, int, int] | None,
-    min_size: tuple[int, int] | None,
-    max_pixels: int | None,
-) -> tuple[np.ndarray, int, tuple[float, float, float, float]]:
-    """(image, numerator of the scale in eighths, exact window of the roi in image)."""
+    output_type: Any = "RGB",
+    dtype: Any = np.uint8,
+    adjust_orientation: bool = True,
+    roi: Any = None,
+    min_size: tuple[int, int] | None = None,
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+) -> DecodeJob:
+    """Read the header and plan the decode (other formats than JPEG are decoded here)."""
     out_type = _normalize_output_type(output_type)
     out_dtype = _normalize_dtype(dtype)
     buf = as_buffer(data)
     fmt = _detect(buf)
-    origin = (0, 0)  # where `native` starts in the (scaled) source image
-    own = False  # `native` is a fresh array of its own (not a scratch buffer or a view)
-    if fmt == "jpeg":
-        height, width, colorspace, header = _jpeg_header(buf)
-        check_pixels(height, width, max_pixels)
-        orientation = jpeg_orientation(buf) if adjust_orientation else 1
-        plan = _plan(height, width, orientation, roi, min_size)
-        if colorspace in ("CMYK", "YCCK"):
-            # libjpeg-turbo cannot turn Adobe's inverted CMYK into RGB; Pillow can.
-            native, layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
-            plan = _Plan(plan.source_rect, 8)
-        else:
-            native, layout, plan, origin, own = _decode_jpeg(
-                buf, height, width, colorspace, out_type, plan, header
-            )
-    else:
+    if fmt != "jpeg":
         native, layout, orientation = decode_pillow(
             buf, fmt, out_dtype, max_pixels, adjust_orientation
         )
         height, width = native.shape[:2]
-        plan = _plan(height, width, orientation, roi, min_size)
-        plan = _Plan(plan.source_rect, 8)
-    crop, window = _crop_scaled(native, plan, origin)
-    image = _convert_color(crop, layout, out_type)
+        plan = _Plan(_plan(height, width, orientation, roi, min_size).source_rect, 8)
+        return DecodeJob(buf, out_type, out_dtype, orientation, plan, layout, native)
+    height, width, colorspace, header = _jpeg_header(buf)
+    check_pixels(height, width, max_pixels)
+    orientation = jpeg_orientation(buf) if adjust_orientation else 1
+    plan = _plan(height, width, orientation, roi, min_size)
+    job = DecodeJob(buf, out_type, out_dtype, orientation, plan)
+    if colorspace in ("CMYK", "YCCK"):
+        # libjpeg-turbo cannot turn Adobe's inverted CMYK into RGB; Pillow can.
+        job.pixels, job.layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
+        job.plan = _Plan(plan.source_rect, 8)
+    else:
+        job.jpeg = (height, width, colorspace, header)
+        job.layout = _jpeg_target(out_type, colorspace)[1]
+    return job
+
+
+def decode_jobs(jobs: list[DecodeJob]) -> list[Exception | None]:
+    """Decode the JPEG pixels of `jobs`, in one call without the GIL where chute._native is built.
+
+    Returns, per job, None or the DecodeError that job's data raised (the others are
+    decoded all the same).
+    """
+    errors: list[Exception | None] = [None] * len(jobs)
+    decoder = turbo.load()
+    batch = decoder is not None and decoder.native is not None
+    todo = [(k, job) for k, job in enumerate(jobs) if job.jpeg is not None]
+    if batch and todo:
+        regions = []
+        for _, job in todo:
+            target = _jpeg_target(job.out_type, job.jpeg[2])[0]
+            rect = _scaled_rect(job.plan.source_rect, job.plan.numerator)
+            regions.append((job.buf, target, job.plan.numerator, rect))
+        results = decoder.decode_regions(regions)
+        for (k, job), region, result in zip(todo, regions, results):
+            if isinstance(result, str):
+                errors[k] = DecodeError(f"jpeg: {result}")
+            else:
+                job.pixels, job.origin, job.own, job.jpeg = result, region[3][:2], True, None
+        return errors
+    for k, job in todo:
+        try:
+            _decode_job(job)
+        except DecodeError as exc:
+            errors[k] = exc
+    return errors
+
+
+def finish(job: DecodeJob) -> tuple[np.ndarray, int, tuple[float, float, float, float]]:
+    """(image, numerator of the scale in eighths, exact window of the roi in image)."""
+    if job.jpeg is not None:
+        _decode_job(job)
+    native, plan, orientation = job.pixels, job.plan, job.orientation
+    crop, window = _crop_scaled(native, plan, job.origin)
+    image = convert_color(crop, job.layout, job.out_type)
     image = apply_orientation(image, orientation)
     window = rect_to_oriented(window, crop.shape[0], crop.shape[1], orientation)
-    image = _convert_dtype(image, out_dtype)
+    image = convert_dtype(image, job.out_dtype)
     # What still lies in `native` is copied out (it may be the decoder's reusable scratch
     # buffer, and a region must not keep a whole image alive), unless it is all of an
-    # array of its own: a whole JPEG decoded straight into its output.
+    # array of its own: a JPEG region decoded straight into its output.
     if np.may_share_memory(image, native):
-        whole = own and image.nbytes == native.nbytes
+        whole = job.own and image.nbytes == native.nbytes
         if not (whole and image.flags.c_contiguous):
             image = _copy_out(image)
     elif not image.flags.c_contiguous:
         image = _copy_out(image)
     return image, plan.numerator, window
+
+
+def _decode(
+    data: EncodedImage,
+    output_type: Any,
+    dtype: Any,
+    adjust_orientation: bool,
+    roi: Any,
+    min_size: tuple[int, int] | None,
+    max_pixels: int | None,
+) -> tuple[np.ndarray, int, tuple[float, float, float, float]]:
+    return finish(prepare(data, output_type, dtype, adjust_orientation, roi, min_size, max_pixels))
 
 
 def _copy_out(image: np.ndarray) -> np.ndarray:
@@ -348,39 +407,36 @@ def _validate_roi(roi: tuple[int, int, int, int], height: int, width: int) -> tu
     return y0, x0, y1, x1
 
 
-def _decode_jpeg(
-    buf: memoryview,
-    height: int,
-    width: int,
-    colorspace: str,
-    out_type: str,
-    plan: _Plan,
-    header: turbo.JpegHeader | None = None,
-) -> tuple[np.ndarray, str, _Plan, tuple[int, int], bool]:
-    """Decode the plan's rect (or more) of a JPEG.
-
-    Returns (pixels, layout, plan, origin of pixels, whether pixels is an array of its own).
-    """
-    # Let libjpeg-turbo produce the output colour order directly when it can.
+def _jpeg_target(out_type: str, colorspace: str) -> tuple[str, str]:
+    """(TurboJPEG pixel format, layout of the pixels): libjpeg-turbo makes the output order."""
     if out_type == "GRAY" or (out_type == "ANY_DATA" and colorspace == "Gray"):
-        target, layout = "GRAY", "L"
-    elif out_type == "BGR":
-        target, layout = "BGR", "BGR"
-    else:
-        target, layout = "RGB", "RGB"
+        return "GRAY", "L"
+    if out_type == "BGR":
+        return "BGR", "BGR"
+    return "RGB", "RGB"
+
+
+def _decode_job(job: DecodeJob) -> None:
+    """Decode the plan's rect of a JPEG job (or, through simplejpeg, all of it)."""
+    height, width, colorspace, header = job.jpeg
+    target = _jpeg_target(job.out_type, colorspace)[0]
+    job.jpeg = None
     decoder = turbo.load()
     if decoder is None:
-        native, numerator = _decode_simplejpeg(buf, height, width, target, plan.numerator)
-        return native, layout, _Plan(plan.source_rect, numerator), (0, 0), True
-    rect = _scaled_rect(plan.source_rect, plan.numerator)
+        job.pixels, numerator = _decode_simplejpeg(
+            job.buf, height, width, target, job.plan.numerator
+        )
+        job.plan, job.origin, job.own = _Plan(job.plan.source_rect, numerator), (0, 0), True
+        return
+    rect = _scaled_rect(job.plan.source_rect, job.plan.numerator)
     try:
         # exactly the rect, in an array of its own: nothing is copied after the decoder
-        native = decoder.decode_region(
-            np.frombuffer(buf, np.uint8), target, plan.numerator, rect, header
+        job.pixels = decoder.decode_region(
+            np.frombuffer(job.buf, np.uint8), target, job.plan.numerator, rect, header
         )
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
-    return native, layout, plan, rect[:2], True
+    job.origin, job.own = rect[:2], True
 
 
 def _decode_simplejpeg(
@@ -424,52 +480,3 @@ def _crop_scaled(
     crop = native[iy0 - oy : iy1 - oy, ix0 - ox : ix1 - ox]
     window = (y0 * m / 8 - iy0, x0 * m / 8 - ix0, y1 * m / 8 - iy0, x1 * m / 8 - ix0)
     return crop, window
-
-
-def _convert_color(image: np.ndarray, layout: str, out_type: str) -> np.ndarray:
-    if out_type == "ANY_DATA" or layout == out_type:
-        return image
-    if out_type == "GRAY":
-        if layout == "L":
-            return image
-        if layout == "LA":
-            return image[:, :, :1]
-        code = {"RGB": cv2.COLOR_RGB2GRAY, "RGBA": cv2.COLOR_RGBA2GRAY, "BGR": cv2.COLOR_BGR2GRAY}
-        return cv2.cvtColor(image, code[layout])[:, :, None]
-    rgb = _to_rgb(image, layout)
-    if out_type == "RGB":
-        return rgb
-    if out_type == "BGR":
-        return cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
-    matrix = _YCBCR_MATRIX
-    if rgb.dtype == np.uint16:
-        matrix = matrix.copy()
-        matrix[:, 3] *= 257.0
-    return cv2.transform(rgb, matrix)
-
-
-def _to_rgb(image: np.ndarray, layout: str) -> np.ndarray:
-    if layout == "RGB":
-        return image
-    if layout == "L":
-        return cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
-    if layout == "LA":
-        return cv2.cvtColor(np.ascontiguousarray(image[:, :, 0]), cv2.COLOR_GRAY2RGB)
-    if layout == "RGBA":
-        return cv2.cvtColor(image, cv2.COLOR_RGBA2RGB)
-    if layout == "BGR":
-        return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-    raise DecodeError(f"cannot convert pixel layout {layout} to RGB")
-
-
-def _convert_dtype(image: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
-    if image.dtype == out_dtype:
-        return image  # made contiguous by the copy out of the decoder's memory
-    if image.dtype == np.uint8:
-        if out_dtype == np.uint16:
-            return np.multiply(image, 257, dtype=np.uint16)
-        return np.multiply(image, np.float32(1 / 255), dtype=np.float32)
-    # 16-bit source
-    if out_dtype == np.uint8:
-        return np.right_shift(image, 8).astype(np.uint8)
-    return np.multiply(image, np.float32(1 / 65535), dtype=np.float32)

@@ -2,9 +2,9 @@
 and fn.peek_image_shape.
 
 Each takes encoded bytes (a 1-D uint8 sample, as readers and external_source
-give them) and runs per sample on CPU threads through
-:mod:`chute.ops.decoders.image_codec`, which releases the GIL while it
-decodes. Corrupt, truncated or unsupported samples raise
+give them) and decodes through :mod:`chute.ops.decoders.image_codec`; on the CPU a
+batch at a time, chunks of samples on the worker threads without the GIL
+(:mod:`chute.ops.decoders.batch_decode`), per sample in debug mode. Corrupt, truncated or unsupported samples raise
 :class:`~chute.ops.decoders.image_codec.DecodeError` (a ValueError), which the
 pipeline's ``on_error`` policy handles.
 """
@@ -21,76 +21,16 @@ from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops._base import ArgView, Operator
+from chute.ops.decoders import batch_decode, image_codec
 from chute.ops.decoders.crop_window import (
     crop_window_from_anchor,
     random_crop_window,
     slice_window,
 )
-from chute.ops.decoders.image_codec import OUTPUT_TYPES, decode, decode_scaled, peek_shape
+from chute.ops.decoders.decoder_args import DALI_TUNING_ARGS, DECODE_ARGS
+from chute.ops.decoders.image_codec import peek_shape
 from chute.types import to_dtype
 
-_DECODE_ARGS = (
-    Arg(
-        "output_type",
-        "str",
-        "RGB",
-        "Color space of the output: RGB, BGR, GRAY, YCbCr (BT.601 limited range) or "
-        "ANY_DATA (the image's own channels).",
-        per_sample=False,
-        choices=OUTPUT_TYPES,
-    ),
-    Arg(
-        "dtype",
-        "dtype",
-        np.dtype(np.uint8),
-        "Output type: uint8, uint16 or float32 (float in [0, 1]).",
-        per_sample=False,
-    ),
-    Arg(
-        "adjust_orientation",
-        "bool",
-        True,
-        "Turn the image upright by its EXIF orientation.",
-        per_sample=False,
-    ),
-    Arg(
-        "dct_scaling",
-        "bool",
-        False,
-        "CPU, JPEG: when the only reader of the output is fn.resize to a fixed size "
-        "(resize_x and resize_y, or size), decode at 1/2, 1/4 or 1/8 scale wherever the "
-        "region stays at least that large, and let the resize do the rest. Several times "
-        "faster on large photos; pixels differ slightly from a full-scale decode and "
-        "resize. No effect in debug mode, which runs operators one at a time.",
-        per_sample=False,
-    ),
-)
-# DALI tuning knobs that have no meaning for chute's CPU decoder; accepted so
-# that DALI pipelines port unchanged.
-_DALI_TUNING_ARGS = tuple(
-    Arg(name, "any", None, "Accepted for DALI compatibility; no effect.", per_sample=False)
-    for name in (
-        "hw_decoder_load",
-        "hybrid_huffman_threshold",
-        "device_memory_padding",
-        "device_memory_padding_jpeg2k",
-        "host_memory_padding",
-        "host_memory_padding_jpeg2k",
-        "preallocate_height_hint",
-        "preallocate_width_hint",
-        "memory_stats",
-        "use_fast_idct",
-        "jpeg_fancy_upsampling",
-        "affine",
-        "split_stages",
-        "use_chunk_allocator",
-        "cache_size",
-        "cache_type",
-        "cache_threshold",
-        "cache_debug",
-        "cache_batch_copy",
-    )
-)
 _ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 
 
@@ -181,19 +121,40 @@ class _DecoderBase(Operator):
         node.region_resize = region_decoded_resize(node, readers)
         if node.arg("dct_scaling") and node.device == "cpu" and readers and len(readers) == 1:
             node.downscale_to = fixed_output_size(readers[0], node)
+        # CPU: a batch step, chunks of samples decoded without the GIL (batch_decode.py)
+        node.batched = node.device == "cpu"
 
-    def _decode(self, encoded: np.ndarray, args: ArgView, roi: Any, ctx: Any) -> np.ndarray:
+    def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
+        """Sample ``i``'s region: None (all), or a function of the image's (height, width)."""
+        return None
+
+    def prepare(
+        self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None
+    ) -> image_codec.DecodeJob:
+        """Read sample ``i``'s header and plan its decode (image_codec.prepare)."""
         settings = self._settings(ctx)
-        output_type, dtype = settings.output_type, settings.dtype
-        min_size = settings.downscale_to
-        if min_size is None:
-            return decode(encoded, output_type, dtype, settings.adjust_orientation, roi)
-        scaled = decode_scaled(
-            encoded, min_size, output_type, dtype, settings.adjust_orientation, roi
+        return image_codec.prepare(
+            inputs[0],
+            settings.output_type,
+            settings.dtype,
+            settings.adjust_orientation,
+            self.roi(inputs, args, ctx, i, meta),
+            settings.downscale_to,
         )
-        if scaled.scale == 1:
-            return scaled.image
-        return ScaledRegion.of(scaled.image, scaled.window)
+
+    def finish(self, job: image_codec.DecodeJob, ctx: Any) -> np.ndarray:
+        """The output of a prepared (and maybe decoded) sample."""
+        image, numerator, window = image_codec.finish(job)
+        if self._settings(ctx).downscale_to is None or numerator == 8:
+            return image
+        return ScaledRegion.of(image, window)
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        return self.finish(self.prepare(inputs, args, ctx, ctx.idx_in_batch, ctx.meta), ctx)
+
+    def run_batch(self, inputs: list, args: Any, ctx: Any) -> list:
+        # on the CPU the executor runs the decoders batch-wise (see fuse, batch_decode.py)
+        return batch_decode.run_batch(self, inputs, args, ctx)
 
 
 def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) -> tuple:
@@ -213,11 +174,8 @@ class Image(_DecoderBase):
         name="decoders.image",
         devices=("cpu", "mixed"),
         inputs=("encoded",),
-        args=(*_DECODE_ARGS, *_DALI_TUNING_ARGS),
+        args=(*DECODE_ARGS, *DALI_TUNING_ARGS),
     )
-
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self._decode(inputs[0], args, None, ctx)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
@@ -231,8 +189,8 @@ class _WindowDecoder(_DecoderBase):
     def window(self, inputs: tuple, args: ArgView) -> Callable[[int, int], tuple]:
         raise NotImplementedError
 
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self._decode(inputs[0], args, self.window(inputs, args), ctx)
+    def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
+        return self.window(inputs, args)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
@@ -248,13 +206,13 @@ class ImageCrop(_WindowDecoder):
         devices=("cpu", "mixed"),
         inputs=("encoded",),
         args=(
-            *_DECODE_ARGS,
+            *DECODE_ARGS,
             Arg("crop", "float_list", None, "Crop size (height, width) in pixels."),
             Arg("crop_h", "float", 0.0, "Crop height in pixels (overrides crop)."),
             Arg("crop_w", "float", 0.0, "Crop width in pixels (overrides crop)."),
             Arg("crop_pos_x", "float", 0.5, "Horizontal position in [0, 1]: 0 left, 1 right."),
             Arg("crop_pos_y", "float", 0.5, "Vertical position in [0, 1]: 0 top, 1 bottom."),
-            *_DALI_TUNING_ARGS,
+            *DALI_TUNING_ARGS,
         ),
     )
 
@@ -301,7 +259,7 @@ class ImageSlice(_WindowDecoder):
         inputs=("encoded", "anchor", "slice_shape"),
         min_inputs=1,
         args=(
-            *_DECODE_ARGS,
+            *DECODE_ARGS,
             Arg("start", "int_list", None, "Slice start in pixels, in axis_names order."),
             Arg("rel_start", "float_list", None, "Slice start relative to the image size."),
             Arg("shape", "int_list", None, "Slice shape in pixels, in axis_names order."),
@@ -337,7 +295,7 @@ class ImageSlice(_WindowDecoder):
                 per_sample=False,
                 choices=("error", "trim_to_shape"),
             ),
-            *_DALI_TUNING_ARGS,
+            *DALI_TUNING_ARGS,
         ),
     )
 
@@ -393,7 +351,7 @@ class ImageRandomCrop(_DecoderBase):
         devices=("cpu", "mixed"),
         inputs=("encoded",),
         args=(
-            *_DECODE_ARGS,
+            *DECODE_ARGS,
             Arg(
                 "random_area",
                 "float_pair",
@@ -415,7 +373,7 @@ class ImageRandomCrop(_DecoderBase):
                 "Draws before falling back to a centre crop.",
                 per_sample=False,
             ),
-            *_DALI_TUNING_ARGS,
+            *DALI_TUNING_ARGS,
         ),
     )
 
@@ -438,12 +396,10 @@ class ImageRandomCrop(_DecoderBase):
 
     settings_class = _RandomCropSettings
 
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+    def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
         settings = self._settings(ctx)
         # ctx.rng's numbers without building a NumPy generator per sample
-        stream = sample_stream(
-            ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, ctx.idx_in_batch, ctx.meta
-        )
+        stream = sample_stream(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, i, meta)
 
         # the window needs the image size: the codec calls this once it has read the
         # header, so the header is parsed once (and checks the window against it)
@@ -458,7 +414,7 @@ class ImageRandomCrop(_DecoderBase):
             )
             return y0, x0, y0 + crop_h, x0 + crop_w
 
-        return self._decode(inputs[0], args, roi, ctx)
+        return roi
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends

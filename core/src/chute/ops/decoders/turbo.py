@@ -216,6 +216,20 @@ class TurboJPEG:
         np.copyto(out, image[y0 - oy : y1 - oy, x0 - ox : x1 - ox])
         return out
 
+    def decode_regions(self, regions: list[tuple]) -> list[np.ndarray | str]:
+        """:meth:`decode_region` of many (buf, pixel_format, numerator, rect), one GIL-free call.
+
+        Needs the compiled module (``self.native``). Returns, per region, its array or the
+        library's message for data it could not decode.
+        """
+        items, outs = [], []
+        for buf, pixel_format, numerator, (y0, x0, y1, x1) in regions:
+            out = output_pool.empty((y1 - y0, x1 - x0, _CHANNELS[pixel_format]), np.uint8)
+            items.append((buf, out, PIXEL_FORMATS[pixel_format], numerator, y0, x0))
+            outs.append(out)
+        errors = self.native.jpeg_decode_batch(items)
+        return [out if error is None else error for out, error in zip(outs, errors)]
+
     def decode(
         self,
         buf: np.ndarray,

@@ -1,0 +1,73 @@
+"""The CPU image decoders over a whole batch: few GIL hand-offs per sample.
+
+Decoding sample by sample, each worker thread takes the GIL back after every image for
+~50 us of Python; with 16 threads the GIL is the bottleneck (H100 host, 16 threads:
+raw JPEG decoding 7,125 img/s, the per-sample pipeline 3,305; bench/results/
+h100host_cpu_threads_diag_2026-11-21.txt). Here the batch is cut into chunks that the
+worker pool takes in turn; for a chunk a worker prepares every sample (header, window,
+plan: image_codec.prepare), decodes all its JPEG regions in one call that holds no GIL
+(image_codec.decode_jobs) and finishes them (image_codec.finish). The pixels, windows,
+random numbers and errors are those of the per-sample path, which stays the path of
+debug mode and of single samples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chute.executor.context import OperatorError
+from chute.ops.decoders import image_codec
+
+__all__ = ["SampleList", "run_batch"]
+
+# Samples per chunk at most: large enough to amortise the hand-offs, small enough that
+# the threads finish a batch together.
+MAX_CHUNK = 8
+
+
+class SampleList(list):
+    """A batch step's output samples; ``failed`` maps sample -> reason (on_error skip/warn)."""
+
+    failed: dict[int, Any]
+
+
+def run_batch(op: Any, inputs: list, args: Any, ctx: Any) -> SampleList:
+    """``op``'s output for every sample of the batch (op: a CPU image decoder)."""
+    encoded = inputs[0]
+    n = len(encoded)
+    out = SampleList([None] * n)
+    out.failed = {}
+    threads = ctx.pool.num_threads
+    chunk = max(1, min(MAX_CHUNK, n // (4 * threads)))
+    meta = [ctx.meta[i] if i < len(ctx.meta) else {} for i in range(n)]
+
+    def fail(i: int, exc: BaseException) -> None:
+        if ctx.on_error == "raise":
+            path = meta[i].get("source_info")
+            raise OperatorError(ctx.node, i, ctx.iteration, exc, path) from exc
+        out.failed[i] = exc
+
+    def work(c: int) -> None:
+        jobs = []
+        for i in range(c * chunk, min(c * chunk + chunk, n)):
+            if meta[i].get("error"):  # the reader could not read it: its error stands
+                out.failed[i] = meta[i]["error"]
+                continue
+            sample_inputs = tuple(v[i] for v in inputs)
+            try:
+                jobs.append((i, op.prepare(sample_inputs, args.sample(i), ctx, i, meta[i])))
+            except Exception as exc:
+                fail(i, exc)
+        errors = image_codec.decode_jobs([job for _, job in jobs])
+        for (i, job), error in zip(jobs, errors):
+            try:
+                if error is not None:
+                    raise error
+                out[i] = op.finish(job, ctx)
+            except Exception as exc:
+                fail(i, exc)
+
+    failures = ctx.pool.run(work, -(-n // chunk))
+    if failures:
+        raise failures[0][1]
+    return out
