@@ -39,7 +39,12 @@ def _outputs(op, debug, threads=3, samples=BUFS, **kw):
 
     p = pipe()
     p.build()
-    return [[np.asarray(out.at(i)) for i in range(len(samples))] for (out,) in [p.run(), p.run()]]
+    try:
+        return [
+            [np.asarray(out.at(i)) for i in range(len(samples))] for (out,) in [p.run(), p.run()]
+        ]
+    finally:
+        p.close()
 
 
 @pytest.mark.parametrize(
@@ -84,6 +89,7 @@ def test_a_corrupt_sample_in_a_chunk_names_itself_or_is_skipped():
     p = pipe()
     p.build()
     (out,) = p.run()
+    p.close()
     real = [m.get("real", True) for m in out.meta]
     assert real == [True] * 7 + [False]  # the good ones first, the hole padded
     expected = [image_codec.decode(s) for s in samples if s is not broken]
