@@ -38,7 +38,7 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any) -> SampleList:
     out = SampleList([None] * n)
     out.failed = {}
     threads = ctx.pool.num_threads
-    meta = [ctx.meta[i] if i < len(ctx.meta) else {} for i in range(n)]
+    meta = [(ctx.meta[i] if i < len(ctx.meta) else None) or {} for i in range(n)]
     # largest files first: the threads then finish the batch together (simulated on
     # make_dataset.py crops, 16 threads: 92% of the ideal instead of 83% in batch order)
     order = sorted(range(n), key=lambda i: -len(encoded[i]))
