@@ -213,7 +213,7 @@ class DecodeJob:
     pixels: np.ndarray | None = None  # decoded: the plan's rect (or more), from `origin`
     origin: tuple[int, int] = (0, 0)
     own: bool = False  # `pixels` is a fresh array of its own (not a scratch buffer or a view)
-    jpeg: tuple | None = None  # (height, width, colorspace, header) while still to decode
+    jpeg: tuple | None = None  # (height, width, pixel format, header) while still to decode
 
 
 def prepare(
@@ -247,8 +247,8 @@ def prepare(
         job.pixels, job.layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
         job.plan = _Plan(plan.source_rect, 8)
     else:
-        job.jpeg = (height, width, colorspace, header)
-        job.layout = _jpeg_target(out_type, colorspace)[1]
+        target, job.layout = _jpeg_target(out_type, colorspace)
+        job.jpeg = (height, width, target, header)
     return job
 
 
@@ -259,27 +259,21 @@ def decode_jobs(jobs: list[DecodeJob]) -> list[Exception | None]:
     decoded all the same).
     """
     errors: list[Exception | None] = [None] * len(jobs)
-    decoder = turbo.load()
-    batch = decoder is not None and decoder.native is not None
     todo = [(k, job) for k, job in enumerate(jobs) if job.jpeg is not None]
-    if batch and todo:
-        regions = []
-        for _, job in todo:
-            target = _jpeg_target(job.out_type, job.jpeg[2])[0]
-            rect = _scaled_rect(job.plan.source_rect, job.plan.numerator)
-            regions.append((job.buf, target, job.plan.numerator, rect))
-        results = decoder.decode_regions(regions)
-        for (k, job), region, result in zip(todo, regions, results):
-            if isinstance(result, str):
-                errors[k] = DecodeError(f"jpeg: {result}")
-            else:
-                job.pixels, job.origin, job.own, job.jpeg = result, region[3][:2], True, None
+    decoder = turbo.load()
+    if decoder is None:  # simplejpeg, one at a time
+        for k, job in todo:
+            try:
+                _decode_job(job)
+            except DecodeError as exc:
+                errors[k] = exc
         return errors
-    for k, job in todo:
-        try:
-            _decode_job(job)
-        except DecodeError as exc:
-            errors[k] = exc
+    regions = [(job.buf, job.jpeg[2], job.plan.numerator, _job_rect(job)) for _, job in todo]
+    for (k, job), region, result in zip(todo, regions, decoder.decode_regions(regions)):
+        if isinstance(result, str):
+            errors[k] = DecodeError(f"jpeg: {result}")
+        else:
+            job.pixels, job.origin, job.own, job.jpeg = result, region[3][:2], True, None
     return errors
 
 
@@ -416,10 +410,14 @@ def _jpeg_target(out_type: str, colorspace: str) -> tuple[str, str]:
     return "RGB", "RGB"
 
 
+def _job_rect(job: DecodeJob) -> tuple[int, int, int, int]:
+    """The rect of the scaled image a JPEG job decodes."""
+    return _scaled_rect(job.plan.source_rect, job.plan.numerator)
+
+
 def _decode_job(job: DecodeJob) -> None:
     """Decode the plan's rect of a JPEG job (or, through simplejpeg, all of it)."""
-    height, width, colorspace, header = job.jpeg
-    target = _jpeg_target(job.out_type, colorspace)[0]
+    height, width, target, header = job.jpeg
     job.jpeg = None
     decoder = turbo.load()
     if decoder is None:
@@ -428,7 +426,7 @@ def _decode_job(job: DecodeJob) -> None:
         )
         job.plan, job.origin, job.own = _Plan(job.plan.source_rect, numerator), (0, 0), True
         return
-    rect = _scaled_rect(job.plan.source_rect, job.plan.numerator)
+    rect = _job_rect(job)
     try:
         # exactly the rect, in an array of its own: nothing is copied after the decoder
         job.pixels = decoder.decode_region(

@@ -217,11 +217,14 @@ class TurboJPEG:
         return out
 
     def decode_regions(self, regions: list[tuple]) -> list[np.ndarray | str]:
-        """:meth:`decode_region` of many (buf, pixel_format, numerator, rect), one GIL-free call.
+        """:meth:`decode_region` of many (buf, pixel_format, numerator, rect).
 
-        Needs the compiled module (``self.native``). Returns, per region, its array or the
-        library's message for data it could not decode.
+        With the compiled module all in one call that holds no GIL; else one at a time.
+        Returns, per region, its array or the library's message for data it could not
+        decode.
         """
+        if self.native is None:
+            return [self._region_or_message(*region) for region in regions]
         items, outs = [], []
         for buf, pixel_format, numerator, (y0, x0, y1, x1) in regions:
             out = output_pool.empty((y1 - y0, x1 - x0, _CHANNELS[pixel_format]), np.uint8)
@@ -229,6 +232,12 @@ class TurboJPEG:
             outs.append(out)
         errors = self.native.jpeg_decode_batch(items)
         return [out if error is None else error for out, error in zip(outs, errors)]
+
+    def _region_or_message(self, buf, pixel_format, numerator, rect) -> np.ndarray | str:
+        try:
+            return self.decode_region(np.frombuffer(buf, np.uint8), pixel_format, numerator, rect)
+        except ValueError as exc:
+            return str(exc)
 
     def decode(
         self,
