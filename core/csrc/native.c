@@ -310,6 +310,11 @@ static PyMethodDef methods[] = {
      "jpeg_decode(*item) for each tuple of the list `items`, all in one call without the GIL.\n"
      "Returns None per decoded item, or the library's message (str) for data it could not\n"
      "decode; bad arguments raise before anything is decoded."},
+    {"read_files", read_files, METH_VARARGS,
+     "read_files(paths) -> list\n\n"
+     "The bytes of each file of the list `paths`, opened and read without the GIL (two\n"
+     "releases for the whole list). Per path: bytes, the errno (int) of the failed call, or\n"
+     "None where the file was not the size fstat said (read it again another way)."},
     {NULL, NULL, 0, NULL},
 };
 

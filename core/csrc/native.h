@@ -10,4 +10,7 @@ PyObject *jpeg_header(PyObject *self, PyObject *args);
 PyObject *jpeg_decode(PyObject *self, PyObject *args);
 PyObject *jpeg_decode_batch(PyObject *self, PyObject *args);
 
+/* read_files.c */
+PyObject *read_files(PyObject *self, PyObject *args);
+
 #endif

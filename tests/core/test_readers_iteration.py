@@ -339,6 +339,35 @@ def test_files_whose_size_says_zero_are_read_whole():
     assert text.startswith(b"Name:") and text.endswith(b"\n") and len(text) > 200
 
 
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_read_files_reads_a_batch_as_read_file_does(tmp_path, monkeypatch, native):
+    from chute.ops.readers import file as file_reader
+
+    monkeypatch.setenv("CHUTE_NATIVE_READ", native)
+    rng = np.random.default_rng(5)
+    blobs = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in (1, 4096, 70_001)]
+    paths = []
+    for i, blob in enumerate(blobs):
+        paths.append(str(tmp_path / f"f{i}.bin"))
+        with open(paths[-1], "wb") as f:
+            f.write(blob)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    asked = [*paths, str(tmp_path / "missing.jpg"), str(tmp_path), str(empty)]
+    if os.path.exists("/proc/self/status"):  # says 0 bytes: read whole all the same
+        asked.append("/proc/self/status")
+    out = file_reader.read_files(asked)
+    assert [o.tobytes() for o in out[:3]] == blobs
+    assert all(isinstance(o, np.ndarray) and not o.flags.writeable for o in out[:3])
+    assert "missing.jpg" in out[3] and "No such file" in out[3]
+    assert str(tmp_path) in out[4] and "Is a directory" in out[4]
+    assert out[5].size == 0
+    if len(asked) > 6:
+        assert out[6].tobytes().startswith(b"Name:")
+    if native == "1" and file_reader._native_reader() is None:
+        pytest.skip("chute._native is not built: only the Python path ran")
+
+
 def _reader_node(plan):
     return next(n for n in plan.nodes if n.schema.name == "readers.file")
 

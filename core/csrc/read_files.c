@@ -1,0 +1,132 @@
+/* chute._native.read_files: the bytes of many files, read with two GIL releases in all.
+ *
+ * Reading a file from Python (os.open, os.fstat, os.read, os.close) gives the GIL up and
+ * takes it back four times; with many decoding threads each take waits its turn. Here a
+ * batch of files is opened and measured without the GIL, its bytes objects are made with
+ * the GIL, and the files are read into them without it.
+ *
+ * Per path the result is the file's bytes, the errno (int) of the call that failed, or
+ * None where the file's size was not what fstat said (it grew or shrank, or is a /proc
+ * file that says 0 bytes): the caller reads those again its own way.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "native.h"
+
+#ifdef _WIN32
+
+PyObject *read_files(PyObject *self, PyObject *args) {
+    PyErr_SetString(PyExc_NotImplementedError, "chute._native.read_files is POSIX only");
+    return NULL;
+}
+
+#else
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    PyObject *path;  /* the path encoded for the file system (bytes) */
+    PyObject *data;  /* bytes of the file's size, filled without the GIL */
+    Py_ssize_t size;
+    int fd;
+    int error;   /* errno, or 0 */
+    int resized; /* the file did not have fstat's size */
+} File;
+
+/* without the GIL: open and measure */
+static void file_open(File *f) {
+    f->fd = open(PyBytes_AS_STRING(f->path), O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0) {
+        f->error = errno;
+        return;
+    }
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) {
+        f->error = errno;
+    } else if (st.st_size <= 0 || (unsigned long long)st.st_size > PY_SSIZE_T_MAX - 1) {
+        f->resized = 1; /* empty, or says so (/proc): read again by the caller */
+    } else {
+        f->size = (Py_ssize_t)st.st_size;
+        return;
+    }
+    close(f->fd);
+    f->fd = -1;
+}
+
+/* without the GIL: read into f->data and close */
+static void file_read(File *f) {
+    char *out = PyBytes_AS_STRING(f->data);
+    Py_ssize_t done = 0;
+    while (done < f->size) {
+        size_t want = (size_t)(f->size - done);
+        if (want > (1u << 30)) want = 1u << 30;
+        ssize_t got = read(f->fd, out + done, want);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            f->error = errno;
+            break;
+        }
+        if (got == 0) { /* shorter than fstat said */
+            f->resized = 1;
+            break;
+        }
+        done += got;
+    }
+    char probe;
+    if (!f->error && !f->resized && read(f->fd, &probe, 1) > 0) f->resized = 1; /* it grew */
+    close(f->fd);
+    f->fd = -1;
+}
+
+PyObject *read_files(PyObject *self, PyObject *args) {
+    PyObject *paths;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &paths)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(paths);
+    File *files = PyMem_Calloc(n ? n : 1, sizeof(File));
+    if (!files) return PyErr_NoMemory();
+    PyObject *result = NULL;
+    Py_ssize_t encoded = 0;
+    for (Py_ssize_t i = 0; i < n; i++) files[i].fd = -1;
+    for (; encoded < n; encoded++) {
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, encoded), &files[encoded].path))
+            goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) file_open(&files[i]);
+    Py_END_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (files[i].fd < 0) continue;
+        files[i].data = PyBytes_FromStringAndSize(NULL, files[i].size);
+        if (!files[i].data) goto done; /* the open files are closed below */
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (files[i].fd >= 0) file_read(&files[i]);
+    Py_END_ALLOW_THREADS
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        File *f = &files[i];
+        PyObject *entry;
+        if (f->error) entry = PyLong_FromLong(f->error);
+        else if (f->resized || !f->data) entry = Py_NewRef(Py_None);
+        else entry = Py_NewRef(f->data);
+        if (!entry) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, i, entry);
+    }
+done:
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (files[i].fd >= 0) close(files[i].fd);
+        Py_XDECREF(files[i].data);
+        if (i < encoded) Py_XDECREF(files[i].path);
+    }
+    PyMem_Free(files);
+    return result;
+}
+
+#endif
