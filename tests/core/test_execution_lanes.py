@@ -177,9 +177,9 @@ def _step(name, device, kind="gpu", **args):
     return SimpleNamespace(kind=kind, nodes=[node])
 
 
-def test_lane_count_only_for_gpu_decoding_with_lane_safe_operators(monkeypatch):
+def test_lane_count_for_gpu_decoding_and_cpu_pipelines_with_lane_safe_steps(monkeypatch):
     monkeypatch.setattr(lanes_module, "DEFAULT_GPU_LANES", 3)
-    pipe = SimpleNamespace(exec_pipelined=True, on_error="raise")
+    pipe = SimpleNamespace(exec_pipelined=True, on_error="raise", num_threads=4)
     train = [
         _step("random.coin_flip", "cpu", kind="segment"),
         _step("decoders.image_random_crop", "mixed"),
@@ -191,12 +191,58 @@ def test_lane_count_only_for_gpu_decoding_with_lane_safe_operators(monkeypatch):
     assert lanes_module.lane_count(_plan(*train, _step("python_function", "gpu")), pipe) == 1
     assert lanes_module.lane_count(_plan(*train, sources=("gpu",)), pipe) == 1
     assert lanes_module.lane_count(_plan(*train, _step("flip", "gpu", on_error="skip")), pipe) == 1
-    skip = SimpleNamespace(exec_pipelined=True, on_error="skip")
+    skip = SimpleNamespace(exec_pipelined=True, on_error="skip", num_threads=4)
     assert lanes_module.lane_count(_plan(*train), skip) == 1
-    serial = SimpleNamespace(exec_pipelined=False, on_error="raise")
+    serial = SimpleNamespace(exec_pipelined=False, on_error="raise", num_threads=4)
     assert lanes_module.lane_count(_plan(*train), serial) == 1
     cpu = [
         _step("random.coin_flip", "cpu", kind="segment"),
         _step("python_function", "cpu", "batch"),
     ]
-    assert lanes_module.lane_count(_plan(*cpu), pipe) == 1
+    assert lanes_module.lane_count(_plan(*cpu), pipe) == 1  # a user's function: in order
+    # CPU decoders run batch-wise (node.batched): one batch's tail beside the next's start
+    decode = _step("decoders.image_crop", "cpu", "batch")
+    decode.nodes[0].batched = True
+    cpu_train = [cpu[0], decode, _step("resize", "cpu", kind="segment")]
+    assert lanes_module.lane_count(_plan(*cpu_train), pipe) == lanes_module.DEFAULT_CPU_LANES
+    assert lanes_module.lane_count(_plan(cpu[0]), pipe) == lanes_module.DEFAULT_CPU_LANES
+    one_thread = SimpleNamespace(exec_pipelined=True, on_error="raise", num_threads=1)
+    assert lanes_module.lane_count(_plan(*cpu_train), one_thread) == 1
+    assert lanes_module.lane_count(_plan(*cpu_train), skip) == 1
+
+
+def test_cpu_pipelines_run_two_lanes_and_give_the_batches_of_one():
+    """A CPU decoding pipeline computes two batches at once, with the results of one lane."""
+
+    @pipeline_def(batch_size=8, num_threads=3, seed=5, device_id=None)
+    def pipe():
+        x = fn.external_source(source=lambda info: _jpeg(info.idx_in_epoch), batch=False)
+        return fn.decoders.image_random_crop(x), fn.random.uniform(range=(0, 1))
+
+    p = pipe()
+    p.build()
+    assert p._executor.lanes == lanes_module.DEFAULT_CPU_LANES > 1
+    got = [[t.as_array() if t.is_dense_tensor() else [np.asarray(t.at(i)) for i in range(8)]
+            for t in p.run()] for _ in range(4)]
+    p.close()
+    serial = pipe(exec_pipelined=False)
+    serial.build()
+    assert serial._executor.lanes == 1
+    for batch in got:
+        want = serial.run()
+        for i in range(8):
+            np.testing.assert_array_equal(batch[0][i], np.asarray(want[0].at(i)))
+        np.testing.assert_array_equal(batch[1], want[1].as_array())
+    serial.close()
+
+
+def _jpeg(k: int) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(k)
+    pixels = rng.integers(0, 256, (24 + k % 5 * 8, 32, 3), dtype=np.uint8)
+    data = io.BytesIO()
+    Image.fromarray(pixels).save(data, "JPEG", quality=90)
+    return np.frombuffer(data.getvalue(), np.uint8)
