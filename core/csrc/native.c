@@ -310,6 +310,13 @@ static PyMethodDef methods[] = {
      "jpeg_decode(*item) for each tuple of the list `items`, all in one call without the GIL.\n"
      "Returns None per decoded item, or the library's message (str) for data it could not\n"
      "decode; bad arguments raise before anything is decoded."},
+#ifdef __SIZEOF_INT128__
+    {"random_crop_window", random_crop_window, METH_VARARGS,
+     "random_crop_window(height, width, area_lo, area_hi, ratio_lo, ratio_hi, num_attempts,\n"
+     "                   k0, k1, c0, c1, c2, c3) -> (y0, x0, crop_h, crop_w) or None\n\n"
+     "crop_window.random_crop_window drawing from the Philox stream with key (k0, k1) and\n"
+     "counter (c0..c3), as philox.SampleStream draws; None where no attempt fit."},
+#endif
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths) -> list\n\n"
      "The bytes of each file of the list `paths`, opened and read without the GIL (two\n"

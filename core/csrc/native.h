@@ -10,6 +10,9 @@ PyObject *jpeg_header(PyObject *self, PyObject *args);
 PyObject *jpeg_decode(PyObject *self, PyObject *args);
 PyObject *jpeg_decode_batch(PyObject *self, PyObject *args);
 
+/* crop_window.c */
+PyObject *random_crop_window(PyObject *self, PyObject *args);
+
 /* read_files.c */
 PyObject *read_files(PyObject *self, PyObject *args);
 

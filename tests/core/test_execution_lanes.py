@@ -222,8 +222,13 @@ def test_cpu_pipelines_run_two_lanes_and_give_the_batches_of_one():
     p = pipe()
     p.build()
     assert p._executor.lanes == lanes_module.DEFAULT_CPU_LANES > 1
-    got = [[t.as_array() if t.is_dense_tensor() else [np.asarray(t.at(i)) for i in range(8)]
-            for t in p.run()] for _ in range(4)]
+    got = [
+        [
+            t.as_array() if t.is_dense_tensor() else [np.asarray(t.at(i)) for i in range(8)]
+            for t in p.run()
+        ]
+        for _ in range(4)
+    ]
     p.close()
     serial = pipe(exec_pipelined=False)
     serial.build()

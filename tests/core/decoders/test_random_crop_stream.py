@@ -11,7 +11,7 @@ from _decoder_samples import encode, photo
 from chute import fn, pipeline_def
 from chute.executor import philox
 from chute.executor.context import sample_generator
-from chute.ops.decoders import image_codec, turbo
+from chute.ops.decoders import crop_window, image_codec, turbo
 from chute.ops.decoders.crop_window import centre_crop_window, random_crop_window
 from chute.ops.decoders.image_codec import DecodeError, decode
 
@@ -46,6 +46,27 @@ def test_stream_windows_equal_generator_windows(area, ratio, attempts):
     assert fallbacks > 10  # the centre-crop fallback was compared too
 
 
+@pytest.mark.skipif(crop_window._native_window is None, reason="chute._native not built")
+def test_c_windows_are_the_python_stream_windows(monkeypatch):
+    rng = np.random.default_rng(11)
+    cases = []
+    for i in range(3000):
+        h, w = (int(v) for v in rng.integers(1, 4000, 2))
+        if i % 9 == 0:
+            h = int(rng.integers(1, 6))  # strips: the centre-crop fallback
+        area = ((0.08, 1.0), (0.5, 0.9), (1.0, 1.0))[i % 3]
+        ratio = ((3 / 4, 4 / 3), (0.2, 5.0), (1.0, 1.0))[i % 3 - 1]
+        key = tuple(int(v) for v in rng.integers(0, 2**63, 2, dtype=np.uint64) * 2 + i % 2)
+        counter = (2**64 - 1 - i % 2, i, 2**63 + i, i % 2)  # the first block carries
+        cases.append((h, w, area, ratio, 1 + i % 10, key, counter))
+    native = [crop_window.stream_crop_window(*c) for c in cases]
+    monkeypatch.setattr(crop_window, "_native_window", None)
+    python = [crop_window.stream_crop_window(*c) for c in cases]
+    assert native == python
+    fallbacks = sum(n == centre_crop_window(c[0], c[1], c[3]) for n, c in zip(native, cases))
+    assert fallbacks > 50
+
+
 def test_batch_windows_fall_back_to_the_centre_crop_when_all_attempts_fail():
     rng = np.random.default_rng(3)
     n = 64
@@ -68,8 +89,11 @@ JPEGS = [
 ]
 
 
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_pipeline_crops_are_the_per_sample_generator_windows(threads):
+def test_pipeline_crops_are_the_per_sample_generator_windows(threads, native, monkeypatch):
+    if not native:
+        monkeypatch.setattr(crop_window, "_native_window", None)
     area, ratio, attempts = (0.3, 1.0), (0.75, 4 / 3), 4
 
     @pipeline_def(batch_size=len(JPEGS), num_threads=threads, device_id=None, seed=29)

@@ -14,6 +14,11 @@ import numpy as np
 
 CropWindow = tuple[int, int, int, int]
 
+try:  # compiled where a C compiler with 128-bit integers built chute._native
+    from chute._native import random_crop_window as _native_window
+except ImportError:
+    _native_window = None
+
 
 class RandomStream(Protocol):
     """What the sampler draws from: a ``numpy.random.Generator`` or a philox.SampleStream."""
@@ -60,6 +65,30 @@ def random_crop_window(
             x0 = int(rng.integers(0, width - crop_w + 1))
             return y0, x0, crop_h, crop_w
     return centre_crop_window(height, width, aspect_ratio)
+
+
+def stream_crop_window(
+    height: int,
+    width: int,
+    area: tuple[float, float],
+    aspect_ratio: tuple[float, float],
+    num_attempts: int,
+    key: tuple[int, int],
+    counter: tuple[int, int, int, int],
+) -> CropWindow:
+    """:func:`random_crop_window` drawing from the Philox stream (key, counter).
+
+    The numbers of ``philox.SampleStream(key, counter)``; drawn in C where chute._native
+    is built (~0.4 us instead of ~8 us holding the GIL, a cost every decoding thread
+    waits for).
+    """
+    if _native_window is None:
+        from chute.executor.philox import SampleStream
+
+        stream = SampleStream(key, counter)
+        return random_crop_window(height, width, area, aspect_ratio, num_attempts, stream)
+    window = _native_window(height, width, *area, *aspect_ratio, num_attempts, *key, *counter)
+    return centre_crop_window(height, width, aspect_ratio) if window is None else window
 
 
 def centre_crop_window(height: int, width: int, aspect_ratio: tuple[float, float]) -> CropWindow:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.philox import sample_stream
+from chute.executor.context import philox_key, sample_position
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
@@ -24,8 +24,8 @@ from chute.ops._base import ArgView, Operator
 from chute.ops.decoders import batch_decode, image_codec
 from chute.ops.decoders.crop_window import (
     crop_window_from_anchor,
-    random_crop_window,
     slice_window,
+    stream_crop_window,
 )
 from chute.ops.decoders.decoder_args import DALI_TUNING_ARGS, DECODE_ARGS
 from chute.ops.decoders.image_codec import peek_shape
@@ -399,18 +399,20 @@ class ImageRandomCrop(_DecoderBase):
     def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
         settings = self._settings(ctx)
         # ctx.rng's numbers without building a NumPy generator per sample
-        stream = sample_stream(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, i, meta)
+        position = sample_position(ctx.epoch, ctx.iteration, i, meta)
+        key, counter = philox_key(ctx.seed, ctx.node.id, *position)
 
         # the window needs the image size: the codec calls this once it has read the
         # header, so the header is parsed once (and checks the window against it)
         def roi(height: int, width: int) -> tuple:
-            y0, x0, crop_h, crop_w = random_crop_window(
+            y0, x0, crop_h, crop_w = stream_crop_window(
                 height,
                 width,
                 settings.area,
                 settings.aspect_ratio,
                 settings.num_attempts,
-                stream,
+                key,
+                counter,
             )
             return y0, x0, y0 + crop_h, x0 + crop_w
 

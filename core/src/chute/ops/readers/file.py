@@ -291,7 +291,6 @@ class FileSource(ShardedSource):
             self.processes.close()
 
 
-
 def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | str]:
     """:func:`read_file` of each path: its bytes, or the message naming it where it failed.
 
