@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.executor import output_pool
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
@@ -295,15 +296,17 @@ def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | st
     """:func:`read_file` of each path: its bytes, or the message naming it where it failed.
 
     Where chute._native is built (and files are read, not mapped), the whole list is read
-    in one call that gives the GIL up twice instead of four times per file: with many
-    decoding threads each take of the GIL waits its turn.
+    in one call that gives the GIL up twice instead of four times per file (with many
+    decoding threads each take of the GIL waits its turn), into recycled memory
+    (output_pool: fresh memory cost the reader ~20 page faults, ~35 us, per 98 KiB file).
     """
     native = None if use_mmap else _native_reader()
-    results = native(paths) if native is not None else [None] * len(paths)
+    results = native(paths, _buffer) if native is not None else [None] * len(paths)
     data: list[np.ndarray | str] = []
     for path, result in zip(paths, results):
-        if isinstance(result, bytes):
-            data.append(np.frombuffer(result, np.uint8))
+        if isinstance(result, np.ndarray):
+            result.flags.writeable = False
+            data.append(result)
         elif isinstance(result, int):
             data.append(_cannot_read(path, os.strerror(result)))
         else:  # not read natively, or not the size fstat said: read again here
@@ -312,6 +315,10 @@ def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | st
             except OSError as exc:
                 data.append(str(exc))
     return data
+
+
+def _buffer(size: int) -> np.ndarray:
+    return output_pool.empty((size,), np.uint8)
 
 
 def _native_reader():
