@@ -12,7 +12,10 @@ setup(
     ext_modules=[
         Extension(
             "chute._native",
-            sources=["csrc/native.c", "csrc/jpeg_region.c", "csrc/read_files.c", "csrc/crop_window.c"],
+            sources=[
+                "csrc/native.c", "csrc/jpeg_region.c", "csrc/read_files.c", "csrc/crop_window.c",
+                "csrc/lut_planes.c",
+            ],
             depends=["csrc/native.h"],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3", "-std=c11"],
             # dlopen (jpeg_region.c) lives in libdl before glibc 2.34; log/exp in libm

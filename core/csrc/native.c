@@ -317,6 +317,11 @@ static PyMethodDef methods[] = {
      "crop_window.random_crop_window drawing from the Philox stream with key (k0, k1) and\n"
      "counter (c0..c3), as philox.SampleStream draws; None where no attempt fit."},
 #endif
+    {"lut_u8", lut_u8, METH_VARARGS,
+     "lut_u8(src, tables, dst, mirror)\n\n"
+     "dst[c, y, x] = tables[c, src[y, x', c]] without the GIL: src a uint8 (h, w, c) view with\n"
+     "contiguous pixels, tables (c, 256) of dst's item size, dst any (c, h, w) view;\n"
+     "x' = w - 1 - x when mirror."},
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths) -> list\n\n"
      "The bytes of each file of the list `paths`, opened and read without the GIL (two\n"

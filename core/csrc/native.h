@@ -13,6 +13,9 @@ PyObject *jpeg_decode_batch(PyObject *self, PyObject *args);
 /* crop_window.c */
 PyObject *random_crop_window(PyObject *self, PyObject *args);
 
+/* lut_planes.c */
+PyObject *lut_u8(PyObject *self, PyObject *args);
+
 /* read_files.c */
 PyObject *read_files(PyObject *self, PyObject *args);
 

@@ -7,6 +7,7 @@ import pytest
 
 from chute import fn, pipeline_def, types
 from chute.executor.dense import BatchSlots
+from chute.ops.image import cmn_kernels
 from chute.ops.image.cmn_kernels import crop_mirror_normalize, normalization
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
@@ -46,6 +47,30 @@ def test_uint8_planes_of_any_view(mirror: bool, layout: str, view: str) -> None:
     )
     ref = _plain(np.ascontiguousarray(image), mirror, layout)
     np.testing.assert_allclose(out.astype(np.float32), ref.astype(np.float32), atol=2e-3)
+
+
+@pytest.mark.skipif(cmn_kernels._native_lut is None, reason="chute._native not built")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.uint8, np.int16, np.float64])
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_native_lookup_equals_opencvs(monkeypatch, dtype, layout) -> None:
+    rng = np.random.default_rng(8)
+    base = rng.integers(0, 256, (50, 70, 4), dtype=np.uint8)
+    cases = [
+        (base[:, :, :3], {}),
+        (base[3:40, 5:66, :3], {"crop": (20, 30), "crop_pos_x": 0.2}),  # a window of a view
+        (base[:, :, :1], {"crop": (60, 80), "out_of_bounds_policy": "pad"}),  # padded, gray
+        (base, {"pad_output": True}),
+        (base[:, :, :3], {"crop": (10, 90), "out_of_bounds_policy": "pad", "fill_values": 7}),
+    ]
+    for image, kw in cases:
+        for mirror in (False, True):
+            args = {"mean": 10.0, "std": 50.0, "scale": 3.0, "dtype": dtype, **kw}
+            args.update(mirror=mirror, output_layout=layout)
+            native = crop_mirror_normalize(image, **args)
+            with monkeypatch.context() as m:
+                m.setattr(cmn_kernels, "_native_lut", None)
+                opencv = crop_mirror_normalize(image, **args)
+            np.testing.assert_array_equal(native, opencv)
 
 
 def test_precomputed_gain_bias_gives_the_same_output() -> None:

@@ -31,12 +31,17 @@ import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate
 
+try:  # compiled where chute._native is built
+    from chute._native import lut_u8 as _native_lut
+except ImportError:
+    _native_lut = None
+
 __all__ = ["CropWindow", "crop_mirror_normalize", "crop_window", "normalization", "output_shape"]
 
 DTypeLike = Any
 FloatOrSeq = float | Sequence[float] | np.ndarray
 
-_TABLE_CACHE: dict[tuple, list[np.ndarray]] = {}
+_TABLE_CACHE: dict[tuple, np.ndarray] = {}
 _TABLE_CACHE_LOCK = threading.Lock()
 _TABLE_CACHE_SIZE = 64
 
@@ -123,10 +128,9 @@ def _fill_vector(fill_values: FloatOrSeq, channels: int, c_out: int, dtype: np.d
     return convert_saturate(full, dtype)
 
 
-def _uint8_tables(
-    gain: np.ndarray, bias: np.ndarray, dtype: np.dtype, rounding: str
-) -> list[np.ndarray]:
-    """Per-channel 1x256 ``cv2.LUT`` tables of ``x * gain + bias`` in ``dtype`` (cached)."""
+def _uint8_tables(gain: np.ndarray, bias: np.ndarray, dtype: np.dtype, rounding: str) -> np.ndarray:
+    """(channels, 256) tables of ``x * gain + bias`` in ``dtype`` (cached); row c[None] is
+    channel c's ``cv2.LUT`` table."""
     key = (gain.tobytes(), bias.tobytes(), dtype.str, rounding)
     tables = _TABLE_CACHE.get(key)
     if tables is not None:
@@ -135,7 +139,7 @@ def _uint8_tables(
     converted = convert_saturate(values, dtype, rounding=rounding)
     if dtype == np.float16:
         converted = converted.view(np.int16)  # OpenCV 4.x LUTs have no float16; same bits
-    tables = [np.ascontiguousarray(converted[:, c]).reshape(1, 256) for c in range(gain.size)]
+    tables = np.ascontiguousarray(converted.T)
     with _TABLE_CACHE_LOCK:
         if len(_TABLE_CACHE) >= _TABLE_CACHE_SIZE:
             _TABLE_CACHE.pop(next(iter(_TABLE_CACHE)))
@@ -167,22 +171,25 @@ def _crop_uint8(
     channels = crop.shape[2]
     tables = _uint8_tables(gain, bias, dst.dtype, rounding)
     dst_bits = dst.view(np.int16) if dst.dtype == np.float16 else dst
+    if _native_lut is not None and crop.strides[1:] == (channels, 1):
+        # one pass, one GIL release (OpenCV's way below releases it five times)
+        _native_lut(crop, tables, dst_bits if chw else dst_bits.transpose(2, 0, 1), mirror)
+        return
     if chw:
         planes = _uint8_planes(crop, mirror)
         for c in range(channels):
-            _lut_into(planes[c], tables[c], dst_bits[c])
+            _lut_into(planes[c], tables[c : c + 1], dst_bits[c])
         return
     if mirror:
         # OpenCV cannot read negative strides; flip (which drops a lone channel axis) instead.
         crop = cv2.flip(crop, 1).reshape(crop.shape)
     if channels == 1:
-        _lut_into(crop[:, :, 0], tables[0], dst_bits[:, :, 0])
+        _lut_into(crop[:, :, 0], tables[:1], dst_bits[:, :, 0])
     elif channels <= 4:
-        table = np.stack([t.reshape(256) for t in tables], axis=-1).reshape(1, 256, channels)
-        _lut_into(crop, table, dst_bits)
+        _lut_into(crop, np.ascontiguousarray(tables.T).reshape(1, 256, channels), dst_bits)
     else:
         for c in range(channels):
-            _lut_into(np.ascontiguousarray(crop[:, :, c]), tables[c], dst_bits[:, :, c])
+            _lut_into(np.ascontiguousarray(crop[:, :, c]), tables[c : c + 1], dst_bits[:, :, c])
 
 
 def _uint8_planes(crop: np.ndarray, mirror: bool) -> Sequence[np.ndarray]:
