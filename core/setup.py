@@ -13,7 +13,10 @@ setup(
         Extension(
             "chute._native",
             sources=[
-                "csrc/native.c", "csrc/jpeg_region.c", "csrc/read_files.c", "csrc/crop_window.c",
+                "csrc/native.c",
+                "csrc/jpeg_region.c",
+                "csrc/read_files.c",
+                "csrc/crop_window.c",
                 "csrc/lut_planes.c",
             ],
             depends=["csrc/native.h"],
