@@ -46,6 +46,13 @@ def sample_position(
     return epoch, iteration, idx_in_batch
 
 
+def sample_key(
+    seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
+) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """The Philox (key, counter) of one sample's stream (see sample_position)."""
+    return philox_key(seed, node_id, *sample_position(epoch, iteration, idx_in_batch, meta))
+
+
 def sample_generator(
     seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
 ) -> np.random.Generator:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import philox_key, sample_position
+from chute.executor.context import sample_key
 
 __all__ = [
     "SampleStream",
@@ -78,7 +78,7 @@ def sample_counters(
     key = np.empty((n, 2), np.uint64)
     ctr = np.zeros((n, 4), np.uint64)
     for i, meta in enumerate(metas):
-        key[i], ctr[i] = philox_key(seed, node_id, *sample_position(epoch, iteration, i, meta))
+        key[i], ctr[i] = sample_key(seed, node_id, epoch, iteration, i, meta)
     return key, ctr
 
 
@@ -279,6 +279,4 @@ def sample_stream(
     seed: int, node_id: int, epoch: int, iteration: int, idx_in_batch: int, meta: dict | None
 ) -> SampleStream:
     """The stream of one sample, as context.sample_generator keys it (same numbers)."""
-    return SampleStream(
-        *philox_key(seed, node_id, *sample_position(epoch, iteration, idx_in_batch, meta))
-    )
+    return SampleStream(*sample_key(seed, node_id, epoch, iteration, idx_in_batch, meta))

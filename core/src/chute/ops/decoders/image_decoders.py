@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import philox_key, sample_position
+from chute.executor.context import sample_key
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
@@ -399,8 +399,7 @@ class ImageRandomCrop(_DecoderBase):
     def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
         settings = self._settings(ctx)
         # ctx.rng's numbers without building a NumPy generator per sample
-        position = sample_position(ctx.epoch, ctx.iteration, i, meta)
-        key, counter = philox_key(ctx.seed, ctx.node.id, *position)
+        key, counter = sample_key(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, i, meta)
 
         # the window needs the image size: the codec calls this once it has read the
         # header, so the header is parsed once (and checks the window against it)
