@@ -322,11 +322,14 @@ static PyMethodDef methods[] = {
      "dst[c, y, x] = tables[c, src[y, x', c]] without the GIL: src a uint8 (h, w, c) view with\n"
      "contiguous pixels, tables (c, 256) of dst's item size, dst any (c, h, w) view;\n"
      "x' = w - 1 - x when mirror."},
+#ifndef _WIN32
     {"read_files", read_files, METH_VARARGS,
-     "read_files(paths) -> list\n\n"
-     "The bytes of each file of the list `paths`, opened and read without the GIL (two\n"
-     "releases for the whole list). Per path: bytes, the errno (int) of the failed call, or\n"
-     "None where the file was not the size fstat said (read it again another way)."},
+     "read_files(paths, alloc) -> list\n\n"
+     "Each file of the list `paths`, opened and read without the GIL (two releases for the\n"
+     "whole list) into alloc(size), a writable buffer. Per path: alloc's object, the errno\n"
+     "(int) of the failed call, or None where the file was not the size fstat said (read it\n"
+     "again another way). POSIX only."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

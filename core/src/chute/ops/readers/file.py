@@ -17,6 +17,11 @@ from chute.ops._base import Operator
 from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
 
+try:  # compiled on POSIX systems where chute._native is built
+    from chute._native import read_files as _native_read
+except ImportError:
+    _native_read = None
+
 # Helper processes that read the files when only GPU decoders use them (0: this process).
 READ_PROCESSES = 2
 
@@ -300,7 +305,7 @@ def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | st
     decoding threads each take of the GIL waits its turn), into recycled memory
     (output_pool: fresh memory cost the reader ~20 page faults, ~35 us, per 98 KiB file).
     """
-    native = None if use_mmap else _native_reader()
+    native = None if use_mmap else _native_read
     results = native(paths, _buffer) if native is not None else [None] * len(paths)
     data: list[np.ndarray | str] = []
     for path, result in zip(paths, results):
@@ -319,16 +324,6 @@ def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | st
 
 def _buffer(size: int) -> np.ndarray:
     return output_pool.empty((size,), np.uint8)
-
-
-def _native_reader():
-    if os.name != "posix" or os.environ.get("CHUTE_NATIVE_READ") == "0":
-        return None
-    try:
-        from chute._native import read_files as native
-    except ImportError:  # not built (or an older build): read in Python
-        return None
-    return native
 
 
 def _cannot_read(path: str, reason: str) -> str:
