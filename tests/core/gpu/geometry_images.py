@@ -28,8 +28,32 @@ def gradient(image: np.ndarray) -> float:
     return max(np.abs(np.diff(x, axis=a)).max() for a in (0, 1))
 
 
-def warp_tolerance(image: np.ndarray) -> float:
-    return gradient(image) / 32 + (1.0 if image.dtype == np.uint8 else 1e-3)
+def bordered(image: np.ndarray, fill=None, border: str | None = None) -> np.ndarray:
+    """The image with one pixel of its border around it: what a sampler sees at the edges.
+
+    ``border`` None or "constant" pads with ``fill`` (a scalar or one value per channel;
+    0 when None); the other modes as numpy.pad does them.
+    """
+    modes = {"reflect": "symmetric", "reflect_101": "reflect", "replicate": "edge", "wrap": "wrap"}
+    x = image.astype(np.float64)
+    x = x[:, :, None] if x.ndim == 2 else x
+    if border in modes:
+        return np.pad(x, ((1, 1), (1, 1), (0, 0)), mode=modes[border])
+    values = np.broadcast_to(np.asarray(0.0 if fill is None else fill, np.float64), (x.shape[2],))
+    return np.stack(
+        [np.pad(x[:, :, c], 1, constant_values=v) for c, v in enumerate(values)], axis=-1
+    )
+
+
+def warp_tolerance(image: np.ndarray, fill=None, border: str | None = None) -> float:
+    """Error bound of a bilinear warp against an exact sampler.
+
+    OpenCV quantises sample positions to 1/32 px, so the error is at most the steepest
+    step the sampler can meet / 32 (steps into the border included: which SIMD path
+    OpenCV takes decides where the quantised positions fall), plus rounding.
+    """
+    step = gradient(bordered(image, fill, border))
+    return step / 32 + (1.0 if image.dtype == np.uint8 else 1e-3)
 
 
 def random_matrices(n: int, seed: int = 0) -> np.ndarray:

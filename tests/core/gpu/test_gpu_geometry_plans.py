@@ -193,7 +193,7 @@ def test_warp_plan_reproduces_cpu_backend(border, interp, dtype):
         if interp == "nn":
             assert (diff > 0).mean() < 0.01, (diff > 0).mean()
         else:
-            assert diff.max() <= warp_tolerance(img), diff.max()
+            assert diff.max() <= warp_tolerance(img, fill[i], border), diff.max()
 
 
 @pytest.mark.parametrize("c", [0, 1, 4])
@@ -207,7 +207,8 @@ def test_warp_plan_channels_and_gray(c):
         want = warp_affine(img, m[i], None, True, "linear", (5, 6, 7, 8)[: max(c, 1)], None)
         got = mirror_warp(img, plan, i)
         assert got.shape == want.shape
-        assert np.abs(got.astype(float) - want).max() <= warp_tolerance(img)
+        fill = (5, 6, 7, 8)[: max(c, 1)]
+        assert np.abs(got.astype(float) - want).max() <= warp_tolerance(img, fill)
 
 
 def test_warp_plan_rejects_what_the_gpu_lacks():
@@ -245,7 +246,7 @@ def test_rotate_through_the_warp_mirror(border):
         want = rotate(img, angles[i], interp_type="linear", fill_value=9.0, border=border)
         got = mirror_warp(img, plan, i)
         assert got.shape == want.shape
-        assert np.abs(got.astype(float) - want).max() <= warp_tolerance(img)
+        assert np.abs(got.astype(float) - want).max() <= warp_tolerance(img, 9.0, border)
 
 
 def test_crop_plan_matches_crop_window():
