@@ -29,8 +29,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from chute.ops.decoders.crop_window import random_crop_window
 from chute.ops.decoders.image_codec import decode, decode_resized, peek_shape
+from chute.runtime.crop_window import random_crop_window
 
 
 def make_photo(height: int, width: int, rng: np.random.Generator) -> np.ndarray:

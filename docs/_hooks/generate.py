@@ -20,7 +20,7 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# One argument line of chute.ops._base.describe(): "    name (type, default X, per-sample): doc"
+# One argument line of chute.runtime.operator.describe(): "    name (type, default X, per-sample): doc"
 ARG_LINE = re.compile(r"^    (\w+) \(([^,]+), (required|default .*?)(, per-sample)?\): (.*)$")
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from chute import fn, pipeline_def, types
-from chute.executor.dense import BatchSlots
 from chute.ops.image import cmn_kernels
 from chute.ops.image.cmn_kernels import crop_mirror_normalize, normalization
+from chute.runtime.dense import BatchSlots
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]

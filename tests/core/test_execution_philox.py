@@ -13,9 +13,9 @@ import pytest
 
 from chute import fn, pipeline_def
 from chute.executor import compute as compute_module
-from chute.executor import philox
-from chute.executor.context import BatchContext, sample_generator
-from chute.ops.decoders.crop_window import random_crop_window
+from chute.runtime import philox
+from chute.runtime.context import BatchContext, sample_generator
+from chute.runtime.crop_window import random_crop_window
 
 
 def _metas(rng, n, keyed):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chute.executor import philox
-from chute.executor.context import random_generator, sample_generator
+from chute.runtime import philox
+from chute.runtime.context import random_generator, sample_generator
 
 _MAX64 = 2**64 - 1
 

@@ -15,10 +15,10 @@ from pkgutil import extend_path
 __path__ = extend_path(__path__, __name__)
 
 from chute import fn, ops, types
-from chute.executor import OperatorError
 from chute.graph import DataNode
 from chute.iteration import Batch, Iterator
 from chute.pipeline import Pipeline, pipeline_def
+from chute.runtime.errors import OperatorError
 from chute.show import show_batch
 from chute.tensors import TensorListCPU
 from chute.types import LastBatchPolicy

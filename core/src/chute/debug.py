@@ -29,14 +29,15 @@ from typing import Any
 import numpy as np
 
 from chute.executor.compute import as_list
-from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
-from chute.executor.workers import WorkerPool
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode
 from chute.graph.spec import Spec
 from chute.graph.trace import Graph
-from chute.ops._base import ArgView
 from chute.pipeline import Pipeline
+from chute.runtime.context import BatchArgs, BatchContext, SampleContext
+from chute.runtime.errors import OperatorError
+from chute.runtime.operator import ArgView
+from chute.runtime.workers import WorkerPool
 from chute.tensors.cpu import TensorListCPU
 
 __all__ = ["DebugDataNode", "DebugPipeline"]

@@ -9,8 +9,8 @@ from _decoder_samples import encode, photo
 from PIL import Image
 
 from chute import fn, pipeline_def
-from chute.executor.context import OperatorError
 from chute.ops.decoders import image_codec, turbo
+from chute.runtime.errors import OperatorError
 
 needs_native = pytest.mark.skipif(
     turbo.load() is None or turbo.load().native is None, reason="chute._native not built"

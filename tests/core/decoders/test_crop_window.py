@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from chute.ops.decoders.crop_window import (
+from chute.runtime.crop_window import (
     crop_window_from_anchor,
     random_crop_window,
     slice_window,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from _decoder_samples import encode, photo
 
-from chute.executor import output_pool
 from chute.ops.decoders.image_codec import decode
+from chute.runtime import output_pool
 
 BIG = (300, 400, 3)  # 360 KB: pooled
 

@@ -9,11 +9,11 @@ import pytest
 from _decoder_samples import encode, photo
 
 from chute import fn, pipeline_def
-from chute.executor import philox
-from chute.executor.context import sample_generator
-from chute.ops.decoders import crop_window, image_codec, turbo
-from chute.ops.decoders.crop_window import centre_crop_window, random_crop_window
+from chute.ops.decoders import image_codec, turbo
 from chute.ops.decoders.image_codec import DecodeError, decode
+from chute.runtime import crop_window, philox
+from chute.runtime.context import sample_generator
+from chute.runtime.crop_window import centre_crop_window, random_crop_window
 
 needs_turbo = pytest.mark.skipif(turbo.load() is None, reason="no libturbojpeg 3 found")
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from chute.ops.decoders.crop_window import random_crop_window
 from chute.ops.geometry.crop_kernels import crop, flip
 from chute.ops.geometry.crop_resize_kernels import random_resized_crop, resize_crop_mirror
 from chute.ops.geometry.resize_kernels import resize
+from chute.runtime.crop_window import random_crop_window
 
 
 @pytest.fixture

@@ -110,7 +110,7 @@ def test_resize_takes_any_view_through_the_kernel():
 def test_pillow_fallback_without_the_kernel(monkeypatch, channels):
     image = noise(37, 53, channels)
     with_kernel = resize(image, size=(17, 29))
-    monkeypatch.setattr(resize_kernels, "_native", None)
+    monkeypatch.setattr(resize_kernels, "_native_resample", None)
     without = resize(image, size=(17, 29))
     ref = np.asarray(
         Image.fromarray(image[:, :, 0] if channels == 1 else image).resize((29, 17), Image.BILINEAR)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.philox import coin_flips, sample_counters, stream_words
 from chute.graph.node import OpNode
+from chute.runtime.philox import coin_flips, sample_counters, stream_words
 
 __all__ = ["batched_values", "supports_batched"]
 

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chute.executor.batched import batched_values, supports_batched
-from chute.executor.context import BatchArgs, BatchContext, OperatorError, SampleContext
-from chute.executor.dense import BatchSlots, SlotContext
 from chute.executor.lanes import current_lane
 from chute.executor.plan import Step
 from chute.executor.skips import replace_bad_samples
 from chute.graph.node import DataNode, OpNode
-from chute.ops._base import ArgView
+from chute.runtime.context import BatchArgs, BatchContext, SampleContext
+from chute.runtime.dense import BatchSlots, SlotContext
+from chute.runtime.errors import OperatorError
+from chute.runtime.operator import ArgView
 from chute.tensors.cpu import TensorListCPU
 
 if TYPE_CHECKING:

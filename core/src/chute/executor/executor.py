@@ -19,11 +19,11 @@ from time import perf_counter_ns
 from typing import Any
 
 from chute.executor.compute import BatchCompute
-from chute.executor.context import OperatorError
 from chute.executor.lanes import NoLock, Sequencer, lane_count, set_current_lane
 from chute.executor.plan import Plan
 from chute.executor.stats import ExecutorStats
-from chute.executor.workers import WorkerPool
+from chute.runtime.errors import OperatorError
+from chute.runtime.workers import WorkerPool
 
 logger = logging.getLogger("chute")
 

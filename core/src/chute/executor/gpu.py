@@ -67,12 +67,3 @@ class GPUContext:
         with self._lock:
             streams, self._lanes = self._lanes, []
         _give_back(self.device_id, streams)
-
-
-def to_device_samples(batch: Any) -> list[Any]:
-    """A batch from an external source given as CuPy/CUDA arrays, as a list of CuPy samples."""
-    cp = cupy_module()
-    if isinstance(batch, (list, tuple)):
-        return [cp.asarray(s) for s in batch]
-    arr = cp.asarray(batch)
-    return [arr[i] for i in range(arr.shape[0])]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chute.executor.context import OperatorError
 from chute.graph.node import OpNode
+from chute.runtime.errors import OperatorError
 
 __all__ = ["replace_bad_samples"]
 

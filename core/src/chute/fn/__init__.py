@@ -17,7 +17,6 @@ from chute.fn.audio_video import (
     spectrogram,
     to_decibels,
 )
-from chute.ops._base import make_fn
 from chute.ops.color.color_ops import (
     Brightness,
     BrightnessContrast,
@@ -39,6 +38,7 @@ from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normali
 from chute.ops.io import GetProperty
 from chute.ops.python import PythonFunction
 from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
+from chute.runtime.operator import make_fn
 
 __all__ = [
     "audio_resample",

@@ -6,7 +6,6 @@ registered in :mod:`chute.fn.decoders` and :mod:`chute.fn.readers`.
 
 from __future__ import annotations
 
-from chute.ops._base import make_fn
 from chute.ops.audio import (
     MFCC,
     AudioResample,
@@ -16,6 +15,7 @@ from chute.ops.audio import (
     Spectrogram,
     ToDecibels,
 )
+from chute.runtime.operator import make_fn
 
 __all__ = [
     "audio_resample",

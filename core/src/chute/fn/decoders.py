@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from chute.ops._base import make_fn
 from chute.ops.audio import AudioDecoder
 from chute.ops.decoders import Image, ImageCrop, ImageRandomCrop, ImageSlice
 from chute.ops.video import VideoDecoder
+from chute.runtime.operator import make_fn
 
 __all__ = ["audio", "image", "image_crop", "image_random_crop", "image_slice", "video"]
 

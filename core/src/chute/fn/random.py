@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chute.ops._base import make_fn
 from chute.ops.random import Choice, CoinFlip, Normal, Uniform
+from chute.runtime.operator import make_fn
 
 __all__ = ["choice", "coin_flip", "normal", "uniform"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from chute.ops._base import make_fn
 from chute.ops.readers.file import FileReader
 from chute.ops.video import VideoReader
+from chute.runtime.operator import make_fn
 
 __all__ = ["file", "video"]
 

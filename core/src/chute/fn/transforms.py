@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from chute.ops._base import make_fn
 from chute.ops.geometry.transform_ops import Combine, Crop, Rotation, Scale, Shear, Translation
+from chute.runtime.operator import make_fn
 
 __all__ = ["combine", "crop", "rotation", "scale", "shear", "translation"]
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu.runtime import cupy_module
+
 __all__ = [
     "DECODER_OPTIONS",
     "MAX_DECODERS",
@@ -26,6 +28,7 @@ __all__ = [
     "gpu_batch",
     "raw_samples",
     "sample_shapes",
+    "to_device_samples",
 ]
 
 # Hardware decoder share of the GPU-decoded samples; the rest go to nvJPEG's CUDA
@@ -197,3 +200,12 @@ def sample_shapes(batch: Any) -> np.ndarray:
     for i, s in enumerate(batch.shape()):
         out[i, : min(len(s), 3)] = s[:3]
     return out
+
+
+def to_device_samples(batch: Any) -> list[Any]:
+    """A batch from an external source given as CuPy/CUDA arrays, as a list of CuPy samples."""
+    cp = cupy_module()
+    if isinstance(batch, (list, tuple)):
+        return [cp.asarray(s) for s in batch]
+    arr = cp.asarray(batch)
+    return [arr[i] for i in range(arr.shape[0])]

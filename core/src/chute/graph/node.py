@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from chute.ops._base import Operator
+
+class TracedOperator(Protocol):
+    """What the graph keeps of an operator: its schema (the classes live in chute.ops)."""
+
+    schema: Any
+
+    def base_name(self, args: Any) -> str: ...
+
+
+# The operators that DataNode's methods add (arithmetic, indexing, transfers, shapes).
+# The graph is data and imports no operator: each of those operators' modules binds
+# its function here when it is imported (chute.ops.arithmetic, tensor_ops, transfer).
+_node_operators: dict[str, Callable[..., Any]] = {}
+
+
+def bind_node_operator(name: str, function: Callable[..., Any]) -> None:
+    """Make ``function`` the operator that DataNode's method ``name`` traces."""
+    _node_operators[name] = function
+
+
+def _node_operator(name: str) -> Callable[..., Any]:
+    try:
+        return _node_operators[name]
+    except KeyError:
+        raise RuntimeError(
+            f"DataNode operator {name!r} is not bound: import chute (chute.ops binds it)"
+        ) from None
 
 
 @dataclass(eq=False)
@@ -18,7 +44,7 @@ class OpNode:
     """
 
     id: int
-    op: Operator
+    op: TracedOperator
     device: str
     inputs: list[DataNode]
     args: dict[str, Any]
@@ -68,20 +94,15 @@ class DataNode:
 
     def gpu(self) -> DataNode:
         """This value on the GPU."""
-        from chute.ops.transfer import to_device
-
-        return to_device(self, "gpu")
+        return _node_operator("to_device")(self, "gpu")
 
     def cpu(self) -> DataNode:
         """This value in host memory (GPU -> CPU transfers are allowed)."""
-        from chute.ops.transfer import to_device
-
-        return to_device(self, "cpu")
+        return _node_operator("to_device")(self, "cpu")
 
     def shape(self) -> DataNode:
-        from chute import fn
-
-        return fn.shapes(self)
+        """The shape of each sample (``fn.shapes``)."""
+        return _node_operator("shapes")(self)
 
     def __bool__(self) -> bool:
         raise TypeError(
@@ -90,14 +111,11 @@ class DataNode:
         )
 
     def __getitem__(self, index: Any) -> DataNode:
-        from chute.ops.tensor_ops import subscript
+        return _node_operator("subscript")(self, index)
 
-        return subscript(self, index)
-
-    # Arithmetic: each operator adds one node; see chute.ops.arithmetic.
+    # Arithmetic: each operator adds one node (the arithmetic operator bound above).
     def _binary(self, op: str, other: Any, reverse: bool = False) -> DataNode:
-        from chute.ops.arithmetic import arithmetic
-
+        arithmetic = _node_operator("arithmetic")
         return arithmetic(op, other, self) if reverse else arithmetic(op, self, other)
 
     def __add__(self, o):
@@ -179,16 +197,12 @@ class DataNode:
         return self._binary("ge", o)
 
     def __neg__(self):
-        from chute.ops.arithmetic import arithmetic
-
-        return arithmetic("neg", self)
+        return _node_operator("arithmetic")("neg", self)
 
     def __pos__(self):
         return self
 
     def __invert__(self):
-        from chute.ops.arithmetic import arithmetic
-
-        return arithmetic("invert", self)
+        return _node_operator("arithmetic")("invert", self)
 
     __hash__ = object.__hash__

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chute.graph.node import DataNode, OpNode
-
-if TYPE_CHECKING:
-    from chute.ops._base import Operator
+from chute.graph.node import DataNode, OpNode, TracedOperator
 
 _local = threading.local()
 
@@ -22,7 +19,7 @@ class Graph:
 
     def add(
         self,
-        op: Operator,
+        op: TracedOperator,
         device: str,
         inputs: list[DataNode],
         args: dict[str, Any],

@@ -7,7 +7,7 @@ live in this package too (one family per module).
 
 from __future__ import annotations
 
-from chute.ops import decoders, random, readers
+from chute.ops import arithmetic, decoders, random, readers, transfer  # noqa: F401
 from chute.ops.audio import (
     MFCC,
     AudioResample,

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from chute.graph.node import DataNode, OpNode
+from chute.graph.node import DataNode, OpNode, bind_node_operator
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
+from chute.runtime.operator import ArgView, Operator
 
 _F32 = np.dtype(np.float32)
 _BOOL = np.dtype(np.bool_)
@@ -176,3 +176,6 @@ def arithmetic(op: str, *operands: Any) -> DataNode:
     device = "gpu" if any(n.device == "gpu" for n in nodes) else "cpu"
     nodes = [n.gpu() if device == "gpu" and n.device != "gpu" else n for n in nodes]
     return Arithmetic(device=device)(*nodes, op=op, template=tuple(template), name=None)
+
+
+bind_node_operator("arithmetic", arithmetic)

@@ -12,7 +12,7 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import Operator
+from chute.runtime.operator import Operator
 from chute.types import BatchInfo, SampleInfo, to_dtype
 
 
@@ -376,7 +376,7 @@ class ExternalSourceReader:
 def _to_samples(batch: Any, copy: bool, device: str) -> list[Any]:
     """A batch from the user as a list of host arrays (one per sample)."""
     if device == "gpu" or _is_device_array(batch):
-        from chute.executor.gpu import to_device_samples
+        from chute.gpu.batches import to_device_samples
 
         return to_device_samples(batch)
     if hasattr(batch, "as_cpu") and hasattr(batch, "at"):

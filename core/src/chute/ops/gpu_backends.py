@@ -77,12 +77,12 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
 def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
     """The windows of decoders.image_random_crop: the CPU backend's, from the same streams.
 
-    Drawn for the whole batch at once (chute.executor.philox: the same words as each
+    Drawn for the whole batch at once (chute.runtime.philox: the same words as each
     sample's generator); the few samples that need more draws than that take the
     per-sample path. Shapes come from the code streams' headers (before EXIF
     orientation, which training JPEGs rarely carry).
     """
-    from chute.executor import philox
+    from chute.runtime import philox
 
     area, ratio, attempts = args["random_area"], args["random_aspect_ratio"], args["num_attempts"]
     shapes = np.asarray(shapes, np.int64).reshape(-1, 2)
@@ -102,7 +102,7 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
 
 
 def _window(h: int, w: int, args: Any, rng: Any) -> tuple:
-    from chute.ops.decoders.crop_window import random_crop_window
+    from chute.runtime.crop_window import random_crop_window
 
     return random_crop_window(
         h,
@@ -124,9 +124,9 @@ def _vectorized_windows_ok() -> bool:
     tested; a platform whose floating point differs falls back instead of drifting.
     """
     if not _windows_check:
-        from chute.executor import philox
-        from chute.executor.context import sample_generator
-        from chute.ops.decoders.crop_window import random_crop_window
+        from chute.runtime import philox
+        from chute.runtime.context import sample_generator
+        from chute.runtime.crop_window import random_crop_window
 
         rng = np.random.default_rng(1)
         shapes = np.stack([rng.integers(64, 1024, 64), rng.integers(64, 1024, 64)], 1)
@@ -302,7 +302,7 @@ def _fill_windows(windows: list, shapes: np.ndarray) -> np.ndarray:
 def random_resized_crop_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.random_resized_crop on the GPU: the CPU backend's windows, one resampling launch."""
     from chute.gpu import kernels
-    from chute.ops.decoders.crop_window import random_crop_window
+    from chute.runtime.crop_window import random_crop_window
 
     (batch,) = inputs
     dense = dense_array(batch)

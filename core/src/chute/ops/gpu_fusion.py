@@ -73,9 +73,9 @@ def crop_size(cmn: OpNode) -> tuple[int, int] | None:
 
 def _resize_sizes(resize: OpNode, hw: np.ndarray) -> np.ndarray:
     """fn.resize's output (h, w) for each input (h, w), from its constant arguments."""
-    from chute.ops._base import ArgView
     from chute.ops.geometry.resize_ops import _size_kwargs
     from chute.ops.gpu_backends import output_sizes
+    from chute.runtime.operator import ArgView
 
     return output_sizes(hw, _size_kwargs(ArgView(resize.schema, resize.args, {})))
 

@@ -9,7 +9,7 @@ import numpy as np
 from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
+from chute.runtime.operator import ArgView, Operator
 
 
 class FileRead(Operator):

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import OperatorError
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.graph.trace import current_pipeline
-from chute.ops._base import ArgView, Operator
+from chute.runtime.errors import OperatorError
+from chute.runtime.operator import ArgView, Operator
 
 
 class PythonFunction(Operator):

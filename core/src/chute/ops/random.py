@@ -1,7 +1,7 @@
 """Random number operators: fn.random.uniform, normal, coin_flip, choice.
 
 Every draw comes from the sample's counter-based stream (see
-chute.executor.context.random_generator), so results do not depend on the
+chute.runtime.context.random_generator), so results do not depend on the
 thread count or on timing.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
+from chute.runtime.operator import ArgView, Operator
 from chute.types import to_dtype
 
 

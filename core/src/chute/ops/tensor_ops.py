@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from chute.graph.node import DataNode, OpNode
+from chute.graph.node import DataNode, OpNode, bind_node_operator
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
+from chute.runtime.operator import ArgView, Operator
 
 
 class Cast(Operator):
@@ -310,3 +310,12 @@ def subscript(x: DataNode, index: Any) -> DataNode:
                 f"DataNode indices must be ints, slices of ints, None or ..., got {type(item).__name__}"
             )
     return Subscript(device=x.device)(x, index=tuple(index))
+
+
+def shapes(x: DataNode) -> DataNode:
+    """``fn.shapes(x)``: the shape of each sample (what ``DataNode.shape()`` traces)."""
+    return Shapes()(x)
+
+
+bind_node_operator("subscript", subscript)
+bind_node_operator("shapes", shapes)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from chute.graph.node import DataNode, OpNode
+from chute.graph.node import DataNode, OpNode, bind_node_operator
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import Operator
+from chute.runtime.operator import Operator
 
 
 class Transfer(Operator):
@@ -52,3 +52,6 @@ def to_device(x: DataNode, target: str) -> DataNode:
         return x
     device = "mixed" if target == "gpu" else "gpu"
     return Transfer(target, device=device)(x, target=target)
+
+
+bind_node_operator("to_device", to_device)

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from chute.gpu.runtime import cupy_module
 from chute.tensors.cpu import TensorListCPU
+
+
+def cupy_module() -> ModuleType:
+    """CuPy, imported on first use: GPU batches exist only where the GPU path loaded it."""
+    import cupy
+
+    return cupy
 
 
 class TensorListGPU:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chute.ops._base import make_fn
 from chute.ops.io import FileRead
+from chute.runtime.operator import make_fn
 
 __all__ = ["read"]
 

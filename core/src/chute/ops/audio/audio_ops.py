@@ -17,11 +17,11 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.audio import dsp
 from chute.ops.audio import gpu as audio_gpu
 from chute.ops.audio.codec import AUDIO_DTYPES, decode_audio
 from chute.ops.tensor_ops import convert
+from chute.runtime.operator import ArgView, Operator
 from chute.types import to_dtype
 
 _QUALITY = Arg(

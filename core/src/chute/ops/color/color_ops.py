@@ -18,10 +18,10 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.color import color_kernels as kernels
 from chute.ops.color.color_space_kernels import color_space_conversion, image_type_channels
 from chute.ops.image.convert_kernels import convert_saturate
+from chute.runtime.operator import ArgView, Operator
 
 __all__ = [
     "Brightness",

@@ -2,7 +2,7 @@
 
 The pure codec layer lives in :mod:`chute.ops.decoders.image_codec` (decode,
 decode_scaled, decode_resized, peek_shape) and
-:mod:`chute.ops.decoders.crop_window` (random, anchored and sliced windows).
+:mod:`chute.runtime.crop_window` (random, anchored and sliced windows).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chute.executor.context import OperatorError
 from chute.ops.decoders import image_codec
+from chute.runtime.errors import OperatorError
 
 __all__ = ["SampleList", "run_batch"]
 

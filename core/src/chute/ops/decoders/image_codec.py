@@ -37,7 +37,6 @@ import cv2
 import numpy as np
 import simplejpeg
 
-from chute.executor import output_pool
 from chute.ops.decoders import turbo
 from chute.ops.decoders.image_headers import (
     DecodeError,
@@ -63,6 +62,7 @@ from chute.ops.decoders.pillow_decode import (
     pillow_orientation,
 )
 from chute.ops.decoders.pixel_convert import convert_color, convert_dtype
+from chute.runtime import output_pool
 
 # Same bound as Pillow's Image.MAX_IMAGE_PIXELS: a 1 GiB RGB image.
 MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3

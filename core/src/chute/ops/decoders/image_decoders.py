@@ -16,19 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import sample_key
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.decoders import batch_decode, image_codec
-from chute.ops.decoders.crop_window import (
+from chute.ops.decoders.decoder_args import DALI_TUNING_ARGS, DECODE_ARGS
+from chute.ops.decoders.image_codec import peek_shape
+from chute.runtime.context import sample_key
+from chute.runtime.crop_window import (
     crop_window_from_anchor,
     slice_window,
     stream_crop_window,
 )
-from chute.ops.decoders.decoder_args import DALI_TUNING_ARGS, DECODE_ARGS
-from chute.ops.decoders.image_codec import peek_shape
+from chute.runtime.operator import ArgView, Operator
 from chute.types import to_dtype
 
 _ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chute.executor import output_pool
+from chute.runtime import native, output_pool
 
 __all__ = ["JpegHeader", "TurboJPEG", "load"]
 
@@ -305,15 +305,7 @@ def _scaled_size(header: JpegHeader, numerator: int) -> tuple[int, int]:
 
 def _bind_native(path: str):
     """chute._native with its JPEG functions bound to the library at `path`, or None."""
-    if os.environ.get("CHUTE_NATIVE_JPEG") == "0":
-        return None  # switched off: the ctypes binding decodes
-    try:
-        from chute import _native
-
-        _native.jpeg_bind(path)
-    except (ImportError, AttributeError, OSError):
-        return None  # not built, built before it had them, or on Windows
-    return _native
+    return native.jpeg_module(path)
 
 
 @functools.cache

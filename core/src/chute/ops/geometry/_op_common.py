@@ -9,8 +9,8 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg
 from chute.graph.spec import Spec
-from chute.ops._base import Operator
 from chute.ops.geometry._border import BORDER_MODES
+from chute.runtime.operator import Operator
 
 INTERP_CHOICES = ("nn", "linear", "cubic", "lanczos3", "triangular", "gaussian")
 BORDER_CHOICES = tuple(sorted(BORDER_MODES))

@@ -14,7 +14,6 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.geometry import crop_kernels
 from chute.ops.geometry._border import cast_to
 from chute.ops.geometry._op_common import (
@@ -24,6 +23,7 @@ from chute.ops.geometry._op_common import (
     check_image,
     default_layout,
 )
+from chute.runtime.operator import ArgView, Operator
 
 __all__ = ["Crop", "Erase", "Flip", "Pad", "Paste", "Slice"]
 

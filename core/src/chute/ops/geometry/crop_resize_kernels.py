@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from chute.ops.decoders.crop_window import random_crop_window
 from chute.ops.geometry.crop_kernels import crop_window
 from chute.ops.geometry.resize_kernels import ResizePlan, axis_filters, resample_plan, resize_plan
+from chute.runtime.crop_window import random_crop_window
 
 
 def _size2(size: Sequence[float] | float) -> tuple[int, int]:
@@ -40,7 +40,7 @@ def random_resized_crop(
     """Crop a random window (uniform area fraction, log-uniform aspect) and resize it to ``size``.
 
     The window is drawn from ``rng`` exactly as the cropping decoders draw theirs
-    (:func:`chute.ops.decoders.crop_window.random_crop_window`).
+    (:func:`chute.runtime.crop_window.random_crop_window`).
     """
     out_h, out_w = _size2(size)
     in_h, in_w = image.shape[:2]

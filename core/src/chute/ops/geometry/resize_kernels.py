@@ -24,14 +24,12 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from chute.executor import output_pool
 from chute.ops.geometry._border import as_hwc
 from chute.ops.geometry._resample import resample
+from chute.runtime import native, output_pool
 
-try:  # the compiled kernels (core/csrc/native.c); without them Pillow resamples uint8
-    from chute import _native
-except ImportError:  # pragma: no cover - installed where no C compiler was found
-    _native = None
+# the compiled kernel (core/csrc/native.c); without it Pillow resamples uint8
+_native_resample = native.resample_u8
 
 _MODES = ("default", "stretch", "not_smaller", "not_larger")
 _FILTER_ALIASES = {
@@ -267,7 +265,7 @@ def resample_plan(
             out = np.ascontiguousarray(out[:: -1 if flip_y else 1, :: -1 if flip_x else 1])
         return out[:, :, 0] if squeeze else out
     if (
-        _native is not None
+        _native_resample is not None
         and hwc.dtype == np.uint8
         and out_dtype == np.uint8
         and filters[0] in _NATIVE_FILTERS
@@ -277,7 +275,7 @@ def resample_plan(
         out = output_pool.empty((plan.out_h, plan.out_w, hwc.shape[2]), np.uint8)
         if hwc.strides[1:] != (hwc.shape[2], 1):
             hwc = np.ascontiguousarray(hwc)
-        _native.resample_u8(hwc, out, plan.roi_y, plan.roi_x, *filters, antialias)
+        _native_resample(hwc, out, plan.roi_y, plan.roi_x, *filters, antialias)
         return out[:, :, 0] if squeeze else out
     if (
         antialias

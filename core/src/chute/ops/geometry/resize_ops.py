@@ -13,9 +13,9 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.geometry import crop_resize_kernels, resize_kernels
 from chute.ops.geometry._op_common import DTYPE, check_image, interp_arg
+from chute.runtime.operator import ArgView, Operator
 
 __all__ = ["RandomResizedCrop", "Resize", "ResizeCropMirror"]
 

@@ -15,8 +15,8 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.geometry import transforms_kernels as kernels
+from chute.runtime.operator import ArgView, Operator
 
 __all__ = [
     "Combine",

@@ -14,9 +14,9 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.geometry import distort_kernels, warp_kernels
 from chute.ops.geometry._op_common import border_arg, check_image, interp_arg
+from chute.runtime.operator import ArgView, Operator
 
 __all__ = ["Jitter", "Rotate", "Sphere", "WarpAffine", "Water"]
 

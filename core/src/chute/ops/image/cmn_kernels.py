@@ -30,11 +30,9 @@ import cv2
 import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate
+from chute.runtime import native
 
-try:  # compiled where chute._native is built
-    from chute._native import lut_u8 as _native_lut
-except ImportError:
-    _native_lut = None
+_native_lut = native.lut_u8  # None where chute._native is not built
 
 __all__ = ["CropWindow", "crop_mirror_normalize", "crop_window", "normalization", "output_shape"]
 

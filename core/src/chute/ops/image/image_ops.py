@@ -14,7 +14,6 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.image.cmn_kernels import (
     crop_mirror_normalize,
     crop_window,
@@ -29,6 +28,7 @@ from chute.ops.image.normalize_kernels import (
     reduction_axes,
     statistics,
 )
+from chute.runtime.operator import ArgView, Operator
 
 __all__ = ["CropMirrorNormalize", "GaussianBlur", "Normalize"]
 
@@ -287,7 +287,7 @@ class CropMirrorNormalize(Operator):
             raise ValueError(f"expected HWC input, got layout {spec.layout!r}")
         return [Spec(node.arg("dtype"), 3, node.arg("output_layout"))]
 
-    # a pipeline output written straight into its batch array (chute.executor.dense)
+    # a pipeline output written straight into its batch array (chute.runtime.dense)
     writes_batch_slots = True
 
     def setup(self, node: OpNode) -> _CmnState:
@@ -306,7 +306,7 @@ class CropMirrorNormalize(Operator):
             channels = image.shape[2] if image.ndim == 3 else 1
             if state.fixed_normalization:
                 gain_bias = state.gain_bias(channels)
-            output_slot = getattr(ctx, "output_slot", None)  # see chute.executor.dense
+            output_slot = getattr(ctx, "output_slot", None)  # see chute.runtime.dense
             if output_slot is not None and kwargs["out_of_bounds_policy"] != "trim_to_shape":
                 out = output_slot(
                     _cmn_output_shape(image.shape[:2], channels, kwargs), kwargs["dtype"]

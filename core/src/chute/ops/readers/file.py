@@ -9,18 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor import output_pool
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import Operator
 from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
+from chute.runtime import native, output_pool
+from chute.runtime.operator import Operator
 
-try:  # compiled on POSIX systems where chute._native is built
-    from chute._native import read_files as _native_read
-except ImportError:
-    _native_read = None
+_native_read = native.read_files  # None where chute._native is not built, or not POSIX
 
 # Helper processes that read the files when only GPU decoders use them (0: this process).
 READ_PROCESSES = 2

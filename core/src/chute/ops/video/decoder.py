@@ -10,9 +10,9 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import ArgView, Operator
 from chute.ops.video.frames import PAD_MODES, read_sequence, select_frames
 from chute.ops.video.index import INDEX_CACHE
+from chute.runtime.operator import ArgView, Operator
 
 PAD_ARGS = (
     Arg(

@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.workers import WorkerPool
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops._base import Operator
 from chute.ops.readers.file import READER_ARGS, check_shard_args
 from chute.ops.readers.sharding import ShardedSource
 from chute.ops.video.decoder import PAD_ARGS
 from chute.ops.video.frames import PAD_MODES, read_sequence
 from chute.ops.video.index import INDEX_CACHE, PacketIndex
+from chute.runtime.operator import Operator
+from chute.runtime.workers import WorkerPool
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg", ".ts")
 

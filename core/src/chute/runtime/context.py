@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
-from chute.ops._base import ArgView
+from chute.runtime.operator import ArgView
 
 _MASK64 = (1 << 64) - 1
 
@@ -131,32 +131,6 @@ class BatchContext:
         return sample_generator(
             self.seed, self.node.id, self.epoch, self.iteration, idx_in_batch, meta
         )
-
-
-class OperatorError(RuntimeError):
-    """An operator failed on a sample; names the operator, the sample and the cause."""
-
-    def __init__(
-        self,
-        node: OpNode,
-        sample: int | None,
-        iteration: int,
-        cause: BaseException,
-        source_info: str | None = None,
-    ):
-        self.node = node
-        self.sample = sample
-        self.iteration = iteration
-        self.source_info = source_info
-        where = (
-            f"sample {sample} of iteration {iteration}"
-            if sample is not None
-            else (f"iteration {iteration}")
-        )
-        if source_info:
-            where += f" ({source_info})"
-        super().__init__(f"{node.label} failed on {where}: {type(cause).__name__}: {cause}")
-        self.__cause__ = cause
 
 
 class BatchArgs:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.context import sample_key
+from chute.runtime.context import sample_key
 
 __all__ = [
     "SampleStream",
@@ -133,7 +133,7 @@ def random_crop_windows(
     redrawn): the caller draws those with the sample's generator. Where the words hold
     every attempt and none fits, the result is the sampler's centre crop.
     """
-    from chute.ops.decoders.crop_window import centre_crop_window
+    from chute.runtime.crop_window import centre_crop_window
 
     n, k = words.shape
     attempts = min(num_attempts, (k - 1) // 2)

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor import output_pool
-from chute.executor.context import SampleContext
+from chute.runtime import output_pool
+from chute.runtime.context import SampleContext
 
 __all__ = ["BatchSlots", "SlotContext"]
 

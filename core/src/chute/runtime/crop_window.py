@@ -12,12 +12,12 @@ from typing import Protocol
 
 import numpy as np
 
+from chute.runtime import native
+
 CropWindow = tuple[int, int, int, int]
 
-try:  # compiled where a C compiler with 128-bit integers built chute._native
-    from chute._native import random_crop_window as _native_window
-except ImportError:
-    _native_window = None
+# compiled where a C compiler with 128-bit integers built chute._native
+_native_window = native.random_crop_window
 
 
 class RandomStream(Protocol):
@@ -83,7 +83,7 @@ def stream_crop_window(
     waits for).
     """
     if _native_window is None:
-        from chute.executor.philox import SampleStream
+        from chute.runtime.philox import SampleStream
 
         stream = SampleStream(key, counter)
         return random_crop_window(height, width, area, aspect_ratio, num_attempts, stream)
