@@ -1,4 +1,4 @@
-"""The one compiled part of chute: ``chute._native`` (GIL-free CPU kernels, csrc/).
+"""The one compiled part of chute: ``chute.runtime._native`` (GIL-free CPU kernels, csrc/).
 
 It is optional: where it cannot be built, chute runs the same operators through Pillow
 and NumPy (see chute.ops.geometry.resize_kernels).
@@ -11,7 +11,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "chute._native",
+            "chute.runtime._native",
             sources=[
                 "csrc/native.c",
                 "csrc/jpeg_region.c",

@@ -1,4 +1,4 @@
-/* chute._native.random_crop_window: the random-resized-crop window of one sample, drawn
+/* chute.runtime._native.random_crop_window: the random-resized-crop window of one sample, drawn
  * from the sample's Philox stream in C.
  *
  * The same numbers as chute.ops.decoders.crop_window.random_crop_window drawing from

@@ -1,4 +1,4 @@
-/* chute._native's JPEG functions: a region (or all) of a JPEG decoded in one call
+/* chute.runtime._native's JPEG functions: a region (or all) of a JPEG decoded in one call
  * without the GIL, through libjpeg-turbo's TurboJPEG 3 API.
  *
  * The library is not linked: jpeg_bind(path) opens the libturbojpeg that
@@ -20,7 +20,7 @@
 #ifdef _WIN32
 
 PyObject *jpeg_bind(PyObject *self, PyObject *args) {
-    PyErr_SetString(PyExc_OSError, "chute._native does not load libturbojpeg on Windows");
+    PyErr_SetString(PyExc_OSError, "chute.runtime._native does not load libturbojpeg on Windows");
     return NULL;
 }
 PyObject *jpeg_header(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }

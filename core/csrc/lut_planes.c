@@ -1,4 +1,4 @@
-/* chute._native.lut_u8: table lookup of a uint8 HWC image into planes, in one call without
+/* chute.runtime._native.lut_u8: table lookup of a uint8 HWC image into planes, in one call without
  * the GIL.
  *
  * crop_mirror_normalize on uint8 images is a table per channel (256 output values: the

@@ -1,4 +1,4 @@
-/* chute._native: CPU kernels that run without the GIL (JPEG regions: jpeg_region.c).
+/* chute.runtime._native: CPU kernels that run without the GIL (JPEG regions: jpeg_region.c).
  *
  * resample_u8: separable resampling of a uint8 HWC image (1-4 channels) with the
  * filters of chute/ops/geometry/_resample.py (same weights: Pillow's window and edge
@@ -334,7 +334,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "chute._native", "CPU kernels that run without the GIL.", -1, methods,
+    PyModuleDef_HEAD_INIT, "chute.runtime._native", "CPU kernels that run without the GIL.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,4 +1,4 @@
-/* chute._native.read_files: many files read with two GIL releases in all.
+/* chute.runtime._native.read_files: many files read with two GIL releases in all.
  *
  * Reading a file from Python (os.open, os.fstat, os.read, os.close) gives the GIL up and
  * takes it back four times; with many decoding threads each take waits its turn. Here a

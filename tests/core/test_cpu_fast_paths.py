@@ -49,7 +49,7 @@ def test_uint8_planes_of_any_view(mirror: bool, layout: str, view: str) -> None:
     np.testing.assert_allclose(out.astype(np.float32), ref.astype(np.float32), atol=2e-3)
 
 
-@pytest.mark.skipif(cmn_kernels._native_lut is None, reason="chute._native not built")
+@pytest.mark.skipif(cmn_kernels._native_lut is None, reason="chute.runtime._native not built")
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.uint8, np.int16, np.float64])
 @pytest.mark.parametrize("layout", ["CHW", "HWC"])
 def test_native_lookup_equals_opencvs(monkeypatch, dtype, layout) -> None:

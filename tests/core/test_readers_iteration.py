@@ -366,7 +366,7 @@ def test_read_files_reads_a_batch_as_read_file_does(tmp_path, monkeypatch, nativ
     if len(asked) > 6:
         assert out[6].tobytes().startswith(b"Name:")
     if native and file_reader._native_read is None:
-        pytest.skip("chute._native is not built: only the Python path ran")
+        pytest.skip("chute.runtime._native is not built: only the Python path ran")
 
 
 def _reader_node(plan):

@@ -13,7 +13,7 @@ from chute.ops.decoders import image_codec, turbo
 from chute.runtime.errors import OperatorError
 
 needs_native = pytest.mark.skipif(
-    turbo.load() is None or turbo.load().native is None, reason="chute._native not built"
+    turbo.load() is None or turbo.load().native is None, reason="chute.runtime._native not built"
 )
 
 _GRAY = encode(photo(40, 57, seed=9)[:, :, 0], "JPEG", quality=90)
@@ -101,7 +101,7 @@ def test_a_corrupt_sample_in_a_chunk_names_itself_or_is_skipped():
 def test_decode_jobs_by_every_path(monkeypatch, path):
     decoder = turbo.load()
     if path == "native" and (decoder is None or decoder.native is None):
-        pytest.skip("chute._native not built")
+        pytest.skip("chute.runtime._native not built")
     if path == "ctypes":
         if decoder is None:
             pytest.skip("no libturbojpeg 3 found")

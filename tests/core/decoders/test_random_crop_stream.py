@@ -46,7 +46,7 @@ def test_stream_windows_equal_generator_windows(area, ratio, attempts):
     assert fallbacks > 10  # the centre-crop fallback was compared too
 
 
-@pytest.mark.skipif(crop_window._native_window is None, reason="chute._native not built")
+@pytest.mark.skipif(crop_window._native_window is None, reason="chute.runtime._native not built")
 def test_c_windows_are_the_python_stream_windows(monkeypatch):
     rng = np.random.default_rng(11)
     cases = []
@@ -170,7 +170,7 @@ def test_a_decoded_jpeg_is_the_decoders_own_output_not_a_copy(monkeypatch, path)
     if path == "ctypes":
         monkeypatch.setattr(decoder, "native", None)
     elif decoder.native is None:
-        pytest.skip("chute._native is not built")
+        pytest.skip("chute.runtime._native is not built")
     outputs = []
     real = decoder.decode_region
 

@@ -75,13 +75,13 @@ def test_any_region_equals_the_same_pixels_of_a_full_decode(name, numerator):
 
 @pytest.fixture(params=["native", "ctypes"])
 def region_path(request, monkeypatch):
-    """decode_region through chute._native (one GIL-free call) or the ctypes binding."""
+    """decode_region through chute.runtime._native (one GIL-free call) or the ctypes binding."""
     if decoder is None:
         pytest.skip("no libturbojpeg 3 found")
     if request.param == "ctypes":
         monkeypatch.setattr(decoder, "native", None)
     elif decoder.native is None:
-        pytest.skip("chute._native is not built")
+        pytest.skip("chute.runtime._native is not built")
     return request.param
 
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from chute import _native
 from chute.ops.geometry import resize_kernels
 from chute.ops.geometry._resample import resample
 from chute.ops.geometry.resize_kernels import resize
+from chute.runtime import _native
 
 
 def noise(h: int, w: int, c: int, seed: int = 0) -> np.ndarray:

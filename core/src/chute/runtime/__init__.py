@@ -9,7 +9,7 @@
   dense output batches.
 - :mod:`~chute.runtime.workers`: the CPU worker pool.
 - :mod:`~chute.runtime.source`: the ``Source`` protocol of readers.
-- :mod:`~chute.runtime.native`: whether the compiled kernels (``chute._native``) are there.
+- :mod:`~chute.runtime.native`: whether the compiled kernels (``chute.runtime._native``) are there.
 
 Nothing here imports an operator, the executor, the GPU toolkit or a framework.
 """

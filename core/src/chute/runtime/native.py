@@ -1,6 +1,6 @@
 """The one place that decides whether chute's compiled kernels are present.
 
-``chute._native`` (core/csrc, built by setup.py where a C compiler is found) holds
+``chute.runtime._native`` (core/csrc, built by setup.py where a C compiler is found) holds
 GIL-free CPU kernels. Each is here as a function, or None where the module was not
 built or was built without it (random_crop_window needs 128-bit integers, read_files
 POSIX); callers keep a Python path for None. ``_native.pyi`` types the module.
@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 try:
-    import chute._native as _module
+    from chute.runtime import _native as _module
 except ImportError:  # pragma: no cover - installed where no C compiler was found
     _module = None
 

@@ -253,7 +253,7 @@ def prepare(
 
 
 def decode_jobs(jobs: list[DecodeJob]) -> list[Exception | None]:
-    """Decode the JPEG pixels of `jobs`, in one call without the GIL where chute._native is built.
+    """Decode the JPEG pixels of `jobs`, in one call without the GIL where chute.runtime._native is built.
 
     Returns, per job, None or the DecodeError that job's data raised (the others are
     decoded all the same).

@@ -139,7 +139,7 @@ class TurboJPEG:
         self.lib = lib
         self.path = path
         self._local = threading.local()
-        # chute._native bound to the same library, or None (not built)
+        # chute.runtime._native bound to the same library, or None (not built)
         self.native = _bind_native(path)
 
     def _handle(self) -> _Handle:
@@ -304,7 +304,7 @@ def _scaled_size(header: JpegHeader, numerator: int) -> tuple[int, int]:
 
 
 def _bind_native(path: str):
-    """chute._native with its JPEG functions bound to the library at `path`, or None."""
+    """chute.runtime._native with its JPEG functions bound to the library at `path`, or None."""
     return native.jpeg_module(path)
 
 

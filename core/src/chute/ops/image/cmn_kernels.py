@@ -32,7 +32,7 @@ import numpy as np
 from chute.ops.image.convert_kernels import convert_saturate
 from chute.runtime import native
 
-_native_lut = native.lut_u8  # None where chute._native is not built
+_native_lut = native.lut_u8  # None where chute.runtime._native is not built
 
 __all__ = ["CropWindow", "crop_mirror_normalize", "crop_window", "normalization", "output_shape"]
 

@@ -17,7 +17,7 @@ from chute.ops.readers.sharding import ShardedSource
 from chute.runtime import native, output_pool
 from chute.runtime.operator import Operator
 
-_native_read = native.read_files  # None where chute._native is not built, or not POSIX
+_native_read = native.read_files  # None where chute.runtime._native is not built, or not POSIX
 
 # Helper processes that read the files when only GPU decoders use them (0: this process).
 READ_PROCESSES = 2
@@ -297,7 +297,7 @@ class FileSource(ShardedSource):
 def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | str]:
     """:func:`read_file` of each path: its bytes, or the message naming it where it failed.
 
-    Where chute._native is built (and files are read, not mapped), the whole list is read
+    Where chute.runtime._native is built (and files are read, not mapped), the whole list is read
     in one call that gives the GIL up twice instead of four times per file (with many
     decoding threads each take of the GIL waits its turn), into recycled memory
     (output_pool: fresh memory cost the reader ~20 page faults, ~35 us, per 98 KiB file).

@@ -1,4 +1,4 @@
-"""Types of chute._native, the compiled CPU kernels (core/csrc); see chute.runtime.native."""
+"""Types of chute.runtime._native, the compiled CPU kernels (core/csrc); see chute.runtime.native."""
 
 from collections.abc import Callable, Sequence
 from typing import Any
