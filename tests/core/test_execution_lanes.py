@@ -172,8 +172,28 @@ def _plan(*steps, sources=("cpu",)):
     )
 
 
+def _operator(name):
+    """An instance of the operator class behind ``name``: lane_count reads its traits only."""
+    from chute.ops.decoders.image_decoders import ImageCrop, ImageRandomCrop
+    from chute.ops.geometry.crop_ops import Flip
+    from chute.ops.geometry.resize_ops import Resize
+    from chute.ops.image.image_ops import CropMirrorNormalize
+    from chute.ops.python import PythonFunction
+    from chute.ops.random import CoinFlip
+
+    classes = {
+        c.schema.name: c
+        for c in (ImageCrop, ImageRandomCrop, Flip, Resize, CropMirrorNormalize, CoinFlip)
+    }
+    if name == "python_function":
+        return PythonFunction(batch_processing=True)
+    return classes[name]()
+
+
 def _step(name, device, kind="gpu", **args):
-    node = SimpleNamespace(device=device, schema=SimpleNamespace(name=name), args=args)
+    node = SimpleNamespace(
+        device=device, schema=SimpleNamespace(name=name), op=_operator(name), args=args
+    )
     return SimpleNamespace(kind=kind, nodes=[node])
 
 
@@ -200,9 +220,8 @@ def test_lane_count_for_gpu_decoding_and_cpu_pipelines_with_lane_safe_steps(monk
         _step("python_function", "cpu", "batch"),
     ]
     assert lanes_module.lane_count(_plan(*cpu), pipe) == 1  # a user's function: in order
-    # CPU decoders run batch-wise (node.batched): one batch's tail beside the next's start
+    # CPU decoders run batch-wise (cpu_batch_wise): one batch's tail beside the next's start
     decode = _step("decoders.image_crop", "cpu", "batch")
-    decode.nodes[0].batched = True
     cpu_train = [cpu[0], decode, _step("resize", "cpu", kind="segment")]
     assert lanes_module.lane_count(_plan(*cpu_train), pipe) == lanes_module.DEFAULT_CPU_LANES
     assert lanes_module.lane_count(_plan(cpu[0]), pipe) == lanes_module.DEFAULT_CPU_LANES

@@ -399,8 +399,11 @@ def test_files_for_gpu_decoders_are_read_in_helper_processes(tmp_path, graph, in
         jpegs, labels = fn.readers.file(file_root=str(tmp_path), name="Reader")
         return (*graph(jpegs), labels)
 
+    from chute.graph.passes import ReadInProcesses
+
     plan = build_plan(pipe()._outputs)
-    assert _reader_node(plan).read_in_processes is in_processes
+    hint = plan.hints.get(_reader_node(plan).id, ReadInProcesses)
+    assert (hint is not None) is in_processes
 
 
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd_create (Linux)")
@@ -418,8 +421,9 @@ def test_a_reader_with_helper_processes_gives_the_same_batches(tmp_path, on_erro
         return fn.decoders.image(jpegs, device="mixed"), labels
 
     p = pipe()
-    node = _reader_node(build_plan(p._outputs))
-    source = node.op.open(node, p)
+    plan = build_plan(p._outputs)
+    node = _reader_node(plan)
+    source = node.op.open(node, p, plan.hints.of(node.id))
     assert source.processes is not None
     (data, labels), meta = source.next_batch(3, 0, 0)
     files = [m["source_info"] for m in meta]

@@ -7,6 +7,7 @@ from _decoder_samples import encode, photo
 
 import chute.ops.geometry.resize_ops as resize_ops
 from chute import fn, pipeline_def
+from chute.graph.passes import ScaledDecode
 from chute.ops.decoders.image_codec import decode
 from chute.ops.decoders.image_decoders import ScaledRegion
 from chute.ops.geometry.resize_kernels import resize
@@ -26,8 +27,11 @@ def _pipeline(graph, num_threads=2):
     return pipeline
 
 
-def _decoder(pipeline):
-    return next(n for n in pipeline._plan.nodes if n.schema.name.startswith("decoders."))
+def _downscale_to(pipeline):
+    """The size the fusion pass told the decoder to decode for (ScaledDecode), or None."""
+    decoder = next(n for n in pipeline._plan.nodes if n.schema.name.startswith("decoders."))
+    hint = pipeline._plan.hints.get(decoder.id, ScaledDecode)
+    return hint.size if hint is not None else None
 
 
 def _samples(batch):
@@ -38,7 +42,7 @@ def test_resize_to_a_fixed_size_makes_the_decoder_decode_smaller():
     pipe = _pipeline(
         lambda x: fn.resize(fn.decoders.image(x, dct_scaling=True), resize_x=100, resize_y=90)
     )
-    assert _decoder(pipe).downscale_to == (90, 100)
+    assert _downscale_to(pipe) == (90, 100)
     (out,) = pipe.run()
     for got, data in zip(_samples(out), JPEGS):
         assert got.shape == (90, 100, 3)
@@ -58,7 +62,7 @@ def test_random_crops_are_the_same_windows_fused_or_not(monkeypatch):
     fused = _samples(_pipeline(graph).run()[0])
     monkeypatch.setattr(resize_ops, "fixed_output_size", lambda *a: None)
     plain_pipe = _pipeline(graph)
-    assert _decoder(plain_pipe).downscale_to is None
+    assert _downscale_to(plain_pipe) is None
     plain = _samples(plain_pipe.run()[0])
     for a, b in zip(fused, plain):
         assert a.shape == b.shape == (64, 64, 3)
@@ -97,7 +101,7 @@ def test_no_downscaling_where_the_decoded_image_is_seen_or_the_size_varies():
 
     for graph in (returned, two_readers, aspect_kept, per_sample_size):
         pipe = _pipeline(graph)
-        assert getattr(_decoder(pipe), "downscale_to", None) is None, graph.__name__
+        assert _downscale_to(pipe) is None, graph.__name__
         outputs = pipe.run()
         assert not any(isinstance(np.asarray(o.at(0)), ScaledRegion) for o in outputs)
 
@@ -121,7 +125,7 @@ def test_a_scaled_region_loses_its_window_when_sliced_or_copied():
 
 def test_off_by_default():
     pipe = _pipeline(lambda x: fn.resize(fn.decoders.image(x), resize_x=100, resize_y=90))
-    assert _decoder(pipe).downscale_to is None
+    assert _downscale_to(pipe) is None
     (out,) = pipe.run()
     for got, data in zip(_samples(out), JPEGS):
         np.testing.assert_array_equal(got, resize(decode(data), resize_x=100, resize_y=90))

@@ -1,4 +1,4 @@
-"""The fused GPU validation path (chute.ops.gpu_fusion): region decoding + resize-in-the-crop.
+"""The fused GPU validation path (chute.ops.geometry.gpu_fusion): region decoding + resize-in-the-crop.
 
 The region geometry is checked on the CPU with Pillow, whose antialiased resize the GPU
 kernels follow: resizing the crop's window out of the decoded region must give exactly
@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from chute.graph.passes import DecodeRegion, FusedResizeCrop
+from chute.ops.geometry.gpu_fusion import PendingResize, decode_regions
 from chute.ops.geometry.resize_ops import Resize
-from chute.ops.gpu_fusion import PendingResize, decode_regions
 from chute.ops.image.image_ops import CropMirrorNormalize
 
 
 class _Node:
     """The parts of an OpNode that the region geometry reads."""
 
-    def __init__(self, schema, args, fused_crop=None):
-        self.schema, self.args, self.fused_crop = schema, args, fused_crop
+    def __init__(self, schema, args):
+        self.schema, self.args = schema, args
 
     def arg(self, name):
         return self.args[name] if name in self.args else self.schema.arg(name).default
@@ -33,7 +34,7 @@ def _nodes(shorter=256, crop=(224, 224), pos=(0.5, 0.5)):
     cmn = _Node(
         CropMirrorNormalize.schema, {"crop": crop, "crop_pos_y": pos[0], "crop_pos_x": pos[1]}
     )
-    return _Node(Resize.schema, {"resize_shorter": float(shorter)}, cmn), cmn
+    return FusedResizeCrop(_Node(Resize.schema, {"resize_shorter": float(shorter)}), cmn), cmn
 
 
 @pytest.mark.parametrize(
@@ -42,8 +43,8 @@ def _nodes(shorter=256, crop=(224, 224), pos=(0.5, 0.5)):
 def test_the_region_resamples_like_the_whole_image(shorter, crop, pos):
     rng = np.random.default_rng(1)
     shapes = np.array([[375, 500], [500, 333], [241, 1003], [224, 224], [1200, 900]])
-    resize, cmn = _nodes(shorter, crop, pos)
-    rois, origins = decode_regions(resize, shapes, np.zeros(len(shapes), bool))
+    fused, cmn = _nodes(shorter, crop, pos)
+    rois, origins = decode_regions(fused, shapes, np.zeros(len(shapes), bool))
     from chute.ops.gpu_backends import output_sizes
 
     sizes = output_sizes(shapes, {"resize_shorter": float(shorter)})
@@ -71,13 +72,13 @@ def test_the_region_resamples_like_the_whole_image(shorter, crop, pos):
 
 
 def test_turned_or_too_small_images_decode_whole():
-    resize, _ = _nodes(256, (224, 224))
+    fused, _ = _nodes(256, (224, 224))
     shapes = np.array([[375, 500], [375, 500], [0, 0]])
-    rois, origins = decode_regions(resize, shapes, np.array([False, True, False]))
+    rois, origins = decode_regions(fused, shapes, np.array([False, True, False]))
     assert rois[0] is not None and rois[1] is None and rois[2] is None
     assert origins[1:].tolist() == [[0, 0], [0, 0]]
-    resize, _ = _nodes(100, (224, 224))  # the crop does not fit the resized image
-    rois, _ = decode_regions(resize, shapes[:1], np.array([False]))
+    fused, _ = _nodes(100, (224, 224))  # the crop does not fit the resized image
+    rois, _ = decode_regions(fused, shapes[:1], np.array([False]))
     assert rois == [None]
 
 
@@ -128,11 +129,13 @@ def _val(folder, also_resized: bool):
 @gpu
 def test_fused_val_path_matches_the_unfused_one(folder):
     fused, plain = _val(folder, False), _val(folder, True)
+    hints = fused._executor.plan.hints
     nodes = {n.schema.name: n for n in fused._executor.plan.nodes}
-    assert nodes["resize"].fused_crop is nodes["crop_mirror_normalize"]
-    assert nodes["decoders.image"].region_resize is nodes["resize"]
+    crop = FusedResizeCrop(nodes["resize"], nodes["crop_mirror_normalize"])
+    assert hints.get(nodes["resize"].id, FusedResizeCrop) == crop
+    assert hints.get(nodes["decoders.image"].id, DecodeRegion) == DecodeRegion(crop)
     plain_nodes = {n.schema.name: n for n in plain._executor.plan.nodes}
-    assert plain_nodes["resize"].fused_crop is None
+    assert plain._executor.plan.hints.get(plain_nodes["resize"].id, FusedResizeCrop) is None
     for _ in range(2):
         (a,) = fused.run()
         b, _ = plain.run()

@@ -108,7 +108,10 @@ def test_gpu_decoders_open_the_files_themselves(tmp_path):
 
         p = pipe()
         p.build()
-        assert next(n for n in p._plan.nodes if n.schema.name == "readers.file").read_in_processes
+        from chute.graph.passes import ReadInProcesses
+
+        reader = next(n for n in p._plan.nodes if n.schema.name == "readers.file")
+        assert p._plan.hints.get(reader.id, ReadInProcesses) is not None
         (out,) = p.run()
         return [cp.asnumpy(out.at(i)) for i in range(len(files))]
 

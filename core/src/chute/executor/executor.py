@@ -69,8 +69,10 @@ class Executor(BatchCompute):
         self._fillers: dict[int, tuple[dict, dict]] = {}
         self.samples_seen = 0
         self.depth = max(1, pipeline.prefetch_queue_depth)
-        self.sources = {n.id: n.op.open(n, pipeline) for n in plan.sources}
-        self.node_state = {n.id: n.op.setup(n) for s in plan.steps for n in s.nodes}
+        self.sources = {n.id: n.op.open(n, pipeline, plan.hints.of(n.id)) for n in plan.sources}
+        self.node_state = {
+            n.id: n.op.setup(n, plan.hints.of(n.id), pipeline) for s in plan.steps for n in s.nodes
+        }
         self.stats = ExecutorStats(plan.nodes)  # per-operator time and bytes, see stats.py
         self.epoch = 0
         self.iteration = 0

@@ -22,10 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from chute.executor.plan import runs_batch_wise
+
 __all__ = [
     "DEFAULT_CPU_LANES",
     "DEFAULT_GPU_LANES",
-    "LANE_SAFE_OPERATORS",
     "NoLock",
     "Sequencer",
     "current_lane",
@@ -42,20 +43,6 @@ __all__ = [
 DEFAULT_GPU_LANES = 2
 # CPU pipelines with more than one worker thread: one batch's tail beside the next's start.
 DEFAULT_CPU_LANES = 2
-
-# Batch-level operators whose GPU/mixed backends may run for two batches at once:
-# no state between batches, every launch on the context's stream.
-LANE_SAFE_OPERATORS = frozenset(
-    {
-        "decoders.image",
-        "decoders.image_random_crop",
-        "resize",
-        "random_resized_crop",
-        "crop_mirror_normalize",
-        "flip",
-        "transfer",
-    }
-)
 
 _lane = threading.local()
 
@@ -76,11 +63,11 @@ def lane_count(plan: Any, pipeline: Any) -> int:
     One, unless the pipeline runs pipelined, reads only host sources, stops on errors
     (skip/warn pad an all-bad batch with the previous batch's sample, an order that
     lanes would blur) and every batch-level step is safe to run for two batches at once:
-    one of ``LANE_SAFE_OPERATORS``, or a per-sample CPU operator run batch-wise (a
-    user's python_function may keep state between calls and must see batches one at a
-    time, in order). Then GPU plans that decode on the GPU ("mixed") get
-    ``DEFAULT_GPU_LANES``, and CPU plans with more than one worker thread
-    ``DEFAULT_CPU_LANES``.
+    its operator is ``lane_safe``, or it is a per-sample CPU operator run batch-wise
+    (``cpu_batch_wise``; a user's python_function may keep state between calls and must
+    see batches one at a time, in order). Then GPU plans that decode on the GPU (a
+    ``decodes`` operator on "mixed") get ``DEFAULT_GPU_LANES``, and CPU plans with more
+    than one worker thread ``DEFAULT_CPU_LANES``.
     """
     if not pipeline.exec_pipelined:
         return 1
@@ -91,14 +78,11 @@ def lane_count(plan: Any, pipeline: Any) -> int:
     ):
         return 1
     batch_nodes = [s.nodes[0] for s in plan.steps if s.kind != "segment"]
-    if any(
-        n.schema.name not in LANE_SAFE_OPERATORS and not getattr(n, "batched", False)
-        for n in batch_nodes
-    ):
+    if not all(n.op.lane_safe or runs_batch_wise(n) for n in batch_nodes):
         return 1
     if not plan.uses_gpu:
         return max(1, int(DEFAULT_CPU_LANES)) if pipeline.num_threads > 1 else 1
-    if not any(n.device == "mixed" and n.schema.name.startswith("decoders.") for n in batch_nodes):
+    if not any(n.device == "mixed" and n.op.decodes for n in batch_nodes):
         return 1
     return max(1, int(DEFAULT_GPU_LANES))
 

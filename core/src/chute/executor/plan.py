@@ -4,7 +4,8 @@ The plan keeps the nodes the outputs need, checks devices, infers every
 output's dtype/ndim/layout, and groups the work into steps: one reader step
 for the sources, then CPU segments (per-sample operators run sample-major by
 the worker pool) and batch-level steps (batch CPU operators, GPU operators,
-transfers) in dependency order.
+transfers) in dependency order. The fusion pass's hints (chute.graph.passes) ride
+along: the executor hands each node its own in setup/open.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chute.graph.node import DataNode, OpNode
+from chute.graph.passes import FusionPlan, plan_fusion
 from chute.graph.spec import Spec
 
 
@@ -30,6 +32,7 @@ class Plan:
     outputs: list[DataNode]
     specs: dict[tuple[int, int], Spec]
     nodes: list[OpNode] = field(default_factory=list)
+    hints: FusionPlan = field(default_factory=FusionPlan)
 
     def spec(self, node: DataNode) -> Spec:
         return self.specs[(node.producer.id, node.index)]
@@ -77,7 +80,7 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
         for i, s in enumerate(out_specs):
             specs[(node.id, i)] = s
 
-    _fuse(nodes, [*outputs, *extra])
+    hints = plan_fusion(nodes, [*outputs, *extra])
 
     sources = [n for n in nodes if n.op.kind == "source"]
     rest = [n for n in nodes if n.op.kind != "source"]
@@ -101,25 +104,13 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
                 steps.append(Step("segment", [node]))
         else:
             steps.append(Step("gpu" if node.device in ("gpu", "mixed") else "batch", [node]))
-    return Plan(sources, steps, list(outputs), specs, nodes)
+    return Plan(sources, steps, list(outputs), specs, nodes, hints)
 
 
-def _fuse(nodes: list[OpNode], outputs: list[DataNode]) -> None:
-    """Show each node which nodes read each of its outputs (None: the pipeline returns it).
-
-    Readers are fused before their producers, so a producer sees what its readers decided
-    (a mixed decoder decodes regions for a resize that a crop took over: ops/gpu_fusion.py).
-    """
-    readers: dict[tuple[int, int], list[OpNode] | None] = {}
-    for node in nodes:
-        for d in _dependencies(node):
-            readers.setdefault((d.producer.id, d.index), []).append(node)
-    for out in outputs:
-        readers[(out.producer.id, out.index)] = None
-    for node in reversed(nodes):
-        node.op.fuse(node, [readers.get((node.id, k), []) for k in range(len(node.outputs))])
+def runs_batch_wise(node: OpNode) -> bool:
+    """A per-sample CPU node that runs as a batch step (the CPU decoders: cpu_batch_wise)."""
+    return node.device == "cpu" and node.op.kind == "sample" and node.op.cpu_batch_wise
 
 
 def _is_cpu_sample(node: OpNode) -> bool:
-    # a per-sample operator may run batch-wise where its fuse() says so (the CPU decoders)
-    return node.device == "cpu" and node.op.kind == "sample" and not getattr(node, "batched", False)
+    return node.device == "cpu" and node.op.kind == "sample" and not node.op.cpu_batch_wise

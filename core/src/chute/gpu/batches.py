@@ -114,7 +114,7 @@ def _decoded_images_class() -> type:
                 self.device_id,
             )
             out.keepalive = getattr(self, "keepalive", None)
-            for name in ("origins", "full_shapes"):  # region decoding (ops/gpu_fusion.py)
+            for name in ("origins", "full_shapes"):  # region decoding (ops/geometry/gpu_fusion.py)
                 if getattr(self, name, None) is not None:
                     setattr(out, name, getattr(self, name)[indices])
             return out

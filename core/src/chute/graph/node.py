@@ -8,11 +8,15 @@ from typing import Any, Protocol
 
 
 class TracedOperator(Protocol):
-    """What the graph keeps of an operator: its schema (the classes live in chute.ops)."""
+    """What the graph keeps of an operator: its schema and traits (the classes live in
+    chute.ops; chute.runtime.operator.Operator documents the traits)."""
 
     schema: Any
+    kind: str
 
     def base_name(self, args: Any) -> str: ...
+
+    def fusion_hints(self, node: OpNode, consumers: list, decided: Any) -> Any: ...
 
 
 # The operators that DataNode's methods add (arithmetic, indexing, transfers, shapes).
@@ -35,12 +39,14 @@ def _node_operator(name: str) -> Callable[..., Any]:
         ) from None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class OpNode:
     """One operator application in the graph.
 
     ``args`` holds constant arguments (already checked); ``arg_inputs`` holds
-    arguments given as DataNodes, whose values arrive per sample.
+    arguments given as DataNodes, whose values arrive per sample. The fields are all
+    there is (slots): what build decides about a node (fusion) is data the plan
+    carries (chute.graph.passes), not notes on the node.
     """
 
     id: int

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import Operator
@@ -148,7 +149,9 @@ class ExternalSource(Operator):
             specs.append(Spec(dt, nd, lay))
         return specs
 
-    def open(self, node: OpNode, pipeline: Any) -> ExternalSourceReader:
+    def open(
+        self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS
+    ) -> ExternalSourceReader:
         if node.arg("parallel"):
             from chute.ops.parallel import ParallelExternalSourceReader
 

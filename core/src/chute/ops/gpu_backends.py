@@ -38,16 +38,16 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
         raise ValueError("device='mixed' decodes to uint8; cast afterwards for other types")
     if out_type not in ("RGB", "BGR", "GRAY"):
         raise ValueError(f"device='mixed' supports output_type RGB, BGR or GRAY, not {out_type}")
-    region_resize = getattr(ctx.node, "region_resize", None)
+    region = getattr(ctx.state, "decode_region", None)  # the decoder's settings (setup)
     origins = None
     with _decoders.use(ctx.device_id, args["hw_decoder_load"]) as decoder:
         parsed = decoder.parse(list(encoded))
         rois, bad = windows(parsed.shapes) if windows is not None else (None, {})
-        if region_resize is not None:  # only what a fused resize + crop reads
-            from chute.ops.gpu_fusion import decode_regions
+        if region is not None:  # only what a fused resize + crop reads
+            from chute.ops.geometry.gpu_fusion import decode_regions
 
             turned = (parsed.streams.rotated != 0) | parsed.streams.flipped
-            rois, origins = decode_regions(region_resize, parsed.shapes, turned)
+            rois, origins = decode_regions(region.fused, parsed.shapes, turned)
         # Decode on the lane's own stream (the executor keeps it alive): two lanes
         # decode at once, and the kernels after this follow in stream order.
         result = decoder.decode(
@@ -183,16 +183,17 @@ def _filters(a: Any) -> dict:
 def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.resize on the GPU: DALI's size rules per sample, one resampling launch."""
     from chute.gpu import kernels
+    from chute.graph.passes.hints import FusedResizeCrop
     from chute.ops.geometry.resize_kernels import resize_output_size
     from chute.ops.geometry.resize_ops import _size_kwargs
 
     (batch,) = inputs
     first = args.sample(0)
-    if getattr(ctx.node, "fused_crop", None) is not None:  # the crop resamples (gpu_fusion)
-        from chute.ops.gpu_fusion import pending_resize
+    if isinstance(ctx.state, FusedResizeCrop):  # Resize.setup's hint: the crop resamples
+        from chute.ops.geometry.gpu_fusion import pending_resize
 
         dtype = first["dtype"] or batch.dtype
-        return pending_resize(batch, ctx.node, _filters(first), dtype, ctx)
+        return pending_resize(batch, ctx.state, _filters(first), dtype, ctx)
     dense = dense_array(batch)
     samples = dense if dense is not None else raw_samples(batch)
     shapes = sample_shapes(batch)
@@ -354,7 +355,7 @@ def _mean_std(args: Any, n: int, channels: int) -> tuple[np.ndarray, np.ndarray]
 def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.crop_mirror_normalize on the GPU: crop + mirror + normalize + layout + cast, one launch."""
     from chute.gpu import kernels
-    from chute.ops.gpu_fusion import PendingResize
+    from chute.ops.geometry.gpu_fusion import PendingResize
 
     (batch,) = inputs
     if isinstance(batch, PendingResize):  # a fused resize: resample the crops from its input
@@ -416,7 +417,7 @@ def crop_mirror_normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any
 def _resize_crop_gpu(batch: Any, args: Any, ctx: Any) -> Any:
     """A resize and this crop in one resampling launch; None where a crop leaves its image."""
     from chute.gpu import kernels
-    from chute.ops.gpu_fusion import crop_size
+    from chute.ops.geometry.gpu_fusion import crop_size
 
     windows, fits = batch.crop_windows(ctx.node)
     if not fits:

@@ -262,9 +262,9 @@ def _shutdown(pool: Any, token: int | None) -> None:
         _FORK_CALLABLES.pop(token, None)
 
 
-def pool_for_node(node: Any, function: Callable) -> ProcessPool:
-    """The process pool of a python_function node, closed with its pipeline."""
-    pipeline = getattr(node, "pipeline_ref", lambda: None)()
+def pool_for_node(node: Any, function: Callable, pipeline: Any = None) -> ProcessPool:
+    """The process pool of a python_function node, closed with ``pipeline`` (None: one
+    worker started by fork, closed with the pool)."""
     workers = pipeline.py_num_workers if pipeline is not None else 1
     method = pipeline.py_start_method if pipeline is not None else "fork"
     pool = ProcessPool(function, workers, method)

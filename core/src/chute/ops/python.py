@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.graph.trace import current_pipeline
 from chute.runtime.errors import OperatorError
 from chute.runtime.operator import ArgView, Operator
 
@@ -90,17 +89,13 @@ class PythonFunction(Operator):
         for key in ("batch_processing", "parallel"):
             if key in kwargs:
                 self.init_args = {**self.init_args, key: kwargs[key]}
-        pipe = current_pipeline()
-        out = super().__call__(*inputs, **kwargs)
-        # the node just added: where setup() finds py_num_workers / py_start_method
-        pipe._graph.nodes[-1].pipeline_ref = weakref.ref(pipe)
-        return out
+        return super().__call__(*inputs, **kwargs)
 
-    def setup(self, node: OpNode) -> Any:
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> Any:
         if node.arg("parallel") and node.device == "cpu":
             from chute.ops.parallel import pool_for_node
 
-            return pool_for_node(node, node.arg("function"))
+            return pool_for_node(node, node.arg("function"), pipeline)
         return None
 
     def num_outputs(self, args: dict[str, Any]) -> int:

@@ -15,6 +15,7 @@ from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.philox import coin_flips, sample_counters, stream_words
 from chute.types import to_dtype
 
 
@@ -124,6 +125,23 @@ class CoinFlip(Operator):
             raise ValueError(f"argument 'probability' must be in [0, 1], got {p}")
         out = ctx.rng.random(size=_shape(inputs, args)) < p
         return np.asarray(out, dtype=args["dtype"] or np.int32)
+
+    def draws_batch(self, node: OpNode) -> bool:
+        # constant arguments, scalar draws: each sample's first word of its own stream
+        if node.inputs or node.arg_inputs or node.schema.maskable or node.arg("shape"):
+            return False
+        p = node.arg("probability")
+        return isinstance(p, (int, float)) and 0.0 <= p <= 1.0
+
+    def draw_batch(
+        self, node: OpNode, seed: int, epoch: int, iteration: int, meta: list
+    ) -> list[Any]:
+        """Every sample's flip at once (philox.py): 0-d arrays, as run_sample returns them."""
+        n = len(meta)
+        key, ctr = sample_counters(seed, node.id, epoch, iteration, meta)
+        flips = coin_flips(stream_words(key, ctr, 1), float(node.arg("probability")))
+        values = flips.astype(node.arg("dtype") or np.int32).reshape(n, 1)
+        return [v.reshape(()) for v in values]
 
 
 class Choice(Operator):

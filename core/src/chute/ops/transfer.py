@@ -14,6 +14,7 @@ class Transfer(Operator):
     """Moves a batch to ``target`` ("gpu" or "cpu")."""
 
     kind = "batch"
+    lane_safe = True
     schema = Schema(
         name="transfer",
         inputs=("input",),

@@ -14,6 +14,11 @@ Run-time hooks, by ``kind``:
   (readers, external_source) in the reader stage.
 
 GPU backends implement :meth:`Operator.run_gpu` (whole batch, one stream).
+
+The executor decides by traits, class attributes every operator may set, never by
+operator names: ``kind`` (above), ``lane_safe``, ``cpu_batch_wise``, ``decodes``, and
+the methods :meth:`Operator.fusion_hints` (what the fusion pass gives a node, see
+chute.graph.passes) and :meth:`Operator.draws_batch` / :meth:`Operator.draw_batch`.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chute.graph.node import DataNode, OpNode
+from chute.graph.passes.hints import NO_HINTS, FusionPlan, Hint, NodeHints
 from chute.graph.schema import COMMON_ARGS, REQUIRED, Schema
 from chute.graph.spec import Spec
 from chute.graph.trace import current_pipeline
@@ -37,6 +43,16 @@ class Operator:
 
     schema: ClassVar[Schema]
     kind: ClassVar[str] = "sample"
+    # May run for two batches at once (executor/lanes.py): no state between batches,
+    # every GPU launch on the context's stream. A per-sample CPU operator is safe by
+    # its contract wherever it runs batch-wise (cpu_batch_wise).
+    lane_safe: ClassVar[bool] = False
+    # A per-sample operator whose CPU backend runs a batch at a time (run_batch, chunks
+    # of samples on the worker threads): the plan gives it a batch step of its own.
+    cpu_batch_wise: ClassVar[bool] = False
+    # Turns encoded bytes into samples: a "mixed" decoder makes a GPU plan worth
+    # several compute lanes (its decoding waits on engines outside the GIL).
+    decodes: ClassVar[bool] = False
 
     def __init__(self, *, device: str | None = None, **kwargs: Any) -> None:
         self.schema.check_arg_names(list(kwargs))
@@ -128,19 +144,39 @@ class Operator:
         first = inputs[0] if inputs else Spec()
         return [first] * len(node.outputs)
 
-    def setup(self, node: OpNode) -> Any:
-        """Per-node state prepared at build time, handed back as ``ctx.state``."""
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> Any:
+        """Per-node state prepared at build time, handed back as ``ctx.state``.
+
+        ``hints`` are what the fusion pass gave the node (see :meth:`fusion_hints`);
+        ``pipeline`` is the pipeline being built (None in debug mode).
+        """
         return None
 
-    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
-        """Build-time look at who reads this node's outputs: ``consumers[k]`` for output k.
+    def fusion_hints(
+        self, node: OpNode, consumers: list[list[OpNode] | None], decided: FusionPlan
+    ) -> tuple[Hint, ...]:
+        """The fusion hints of ``node``, from who reads its outputs: ``consumers[k]`` for
+        output k, None where the pipeline returns it (the user sees it as it is).
 
-        ``consumers[k]`` is None where the pipeline returns output k (the user sees it
-        as it is). An operator may record on ``node`` how to do less work for its
-        readers: the CPU image decoders decode at a reduced DCT scale when their only
-        reader is a resize to a fixed size (chute.ops.decoders.image_decoders);
-        readers.file reads in helper processes when only GPU decoders use the bytes.
+        ``decided`` holds the hints of the readers (the pass asks readers first). The
+        hints come back to the operator in :meth:`setup` (or :meth:`open`): the CPU image
+        decoders decode at a reduced DCT scale when their only reader is a resize to a
+        fixed size (ScaledDecode); readers.file reads in helper processes when only GPU
+        decoders use the bytes (ReadInProcesses). See chute.graph.passes.hints.
         """
+        return ()
+
+    def draws_batch(self, node: OpNode) -> bool:
+        """True when :meth:`draw_batch` computes this node for a whole batch at once
+        (random sources with constant arguments: one stream call instead of a generator
+        per sample), inside a CPU segment."""
+        return False
+
+    def draw_batch(
+        self, node: OpNode, seed: int, epoch: int, iteration: int, meta: list
+    ) -> list[Any]:
+        """Output 0 of every sample at once, equal to what :meth:`run_sample` gives."""
+        raise NotImplementedError(f"{self.schema.display_name} draws no whole batch")
 
     # ---- run time ------------------------------------------------------------------------
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> Any:
@@ -152,7 +188,8 @@ class Operator:
     def run_gpu(self, inputs: list[Any], args: Any, ctx: Any) -> Any:
         raise NotImplementedError(f"{self.schema.display_name} has no GPU backend")
 
-    def open(self, node: OpNode, pipeline: Any) -> Any:
+    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> Any:
+        """The running source of a ``"source"`` node (``hints``: see :meth:`setup`)."""
         raise NotImplementedError(f"{self.schema.display_name} is not a source")
 
 

@@ -1,6 +1,6 @@
 """The Source protocol: what a reader or external_source hands the engine's reader stage.
 
-An operator of kind ``"source"`` returns one from ``Operator.open(node, pipeline)``. The
+An operator of kind ``"source"`` returns one from ``Operator.open(node, pipeline, hints)``. The
 engine needs only these methods; a user's reader type implements them, it does not
 subclass anything of chute's.
 """

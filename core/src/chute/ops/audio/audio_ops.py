@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.audio import dsp
@@ -46,6 +47,8 @@ class AudioDecoder(Operator):
     resamples; ``downmix`` averages the channels into a 1-D signal. Needs the
     ``soundfile`` package (``pip install 'chute[audio]'``).
     """
+
+    decodes = True
 
     schema = Schema(
         name="decoders.audio",
@@ -314,7 +317,7 @@ class MelFilterBank(Operator):
         self._freq_axis[node.id] = _axis_from_layout(spec.layout, spec.ndim, "f")
         return [spec.with_(dtype=np.dtype(np.float32))]
 
-    def setup(self, node: OpNode) -> int | None:
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> int | None:
         return self._freq_axis.get(node.id)
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:

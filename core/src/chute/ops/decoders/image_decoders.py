@@ -17,6 +17,14 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import (
+    NO_HINTS,
+    DecodeRegion,
+    FusionPlan,
+    Hint,
+    NodeHints,
+    ScaledDecode,
+)
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.decoders import batch_decode, image_codec
@@ -56,17 +64,28 @@ class ScaledRegion(np.ndarray):
 
 
 class _DecodeSettings:
-    """A decoder node's constant arguments, read once at build time (``ctx.state``)."""
+    """A decoder node's constant arguments and fusion hints, read once at build time
+    (``ctx.state``)."""
 
-    __slots__ = ("adjust_orientation", "downscale_to", "dtype", "node", "output_type")
+    __slots__ = (
+        "adjust_orientation",
+        "decode_region",
+        "downscale_to",
+        "dtype",
+        "node",
+        "output_type",
+    )
 
-    def __init__(self, node: OpNode):
+    def __init__(self, node: OpNode, hints: NodeHints = NO_HINTS):
         self.node = node
         self.output_type = getattr(node.arg("output_type"), "value", node.arg("output_type"))
         self.dtype = to_dtype(node.arg("dtype"))
         self.adjust_orientation = bool(node.arg("adjust_orientation"))
-        # set by fuse() at build: decode at a reduced DCT scale for the resize after
-        self.downscale_to = getattr(node, "downscale_to", None)
+        # decode at a reduced DCT scale for the resize after (fusion_hints)
+        scaled = hints.get(ScaledDecode)
+        self.downscale_to = scaled.size if scaled is not None else None
+        # mixed: decode only the region a fused resize + crop reads (ops/geometry/gpu_fusion.py)
+        self.decode_region = hints.get(DecodeRegion)
 
 
 class _RandomCropSettings(_DecodeSettings):
@@ -74,8 +93,8 @@ class _RandomCropSettings(_DecodeSettings):
 
     __slots__ = ("area", "aspect_ratio", "num_attempts")
 
-    def __init__(self, node: OpNode):
-        super().__init__(node)
+    def __init__(self, node: OpNode, hints: NodeHints = NO_HINTS):
+        super().__init__(node, hints)
         self.area = tuple(float(v) for v in node.arg("random_area"))
         self.aspect_ratio = tuple(float(v) for v in node.arg("random_aspect_ratio"))
         self.num_attempts = int(node.arg("num_attempts"))
@@ -85,10 +104,16 @@ class _DecoderBase(Operator):
     """Shared checks and output description of the image decoders."""
 
     settings_class: type[_DecodeSettings] = _DecodeSettings
+    # CPU: a batch step, chunks of samples decoded without the GIL (batch_decode.py)
+    cpu_batch_wise = True
+    decodes = True
 
-    def setup(self, node: OpNode) -> _DecodeSettings:
-        """The node's constant decode arguments, so that samples need no argument lookups."""
-        return self.settings_class(node)
+    def setup(
+        self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None
+    ) -> _DecodeSettings:
+        """The node's constant decode arguments and fusion hints, so that samples need no
+        argument lookups."""
+        return self.settings_class(node, hints)
 
     def _settings(self, ctx: Any) -> _DecodeSettings:
         state = ctx.state
@@ -108,21 +133,20 @@ class _DecoderBase(Operator):
         dtype = to_dtype(node.arg("dtype") or np.uint8)
         return [Spec(dtype, 3, "HWC")]
 
-    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
+    def fusion_hints(
+        self, node: OpNode, consumers: list[list[OpNode] | None], decided: FusionPlan
+    ) -> tuple[Hint, ...]:
         # With dct_scaling, when the only reader is a resize to a fixed size, decode at
         # the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that
         # large: the inverse DCT does most of the downscaling, the resize the rest.
         from chute.ops.geometry.resize_ops import fixed_output_size
-        from chute.ops.gpu_fusion import region_decoded_resize
 
-        node.downscale_to = None
         readers = consumers[0]
-        # mixed: decode only the region a fused resize + crop reads (ops/gpu_fusion.py)
-        node.region_resize = region_decoded_resize(node, readers)
         if node.arg("dct_scaling") and node.device == "cpu" and readers and len(readers) == 1:
-            node.downscale_to = fixed_output_size(readers[0], node)
-        # CPU: a batch step, chunks of samples decoded without the GIL (batch_decode.py)
-        node.batched = node.device == "cpu"
+            size = fixed_output_size(readers[0], node)
+            if size is not None:
+                return (ScaledDecode(size),)
+        return ()
 
     def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
         """Sample ``i``'s region: None (all), or a function of the image's (height, width)."""
@@ -176,6 +200,17 @@ class Image(_DecoderBase):
         inputs=("encoded",),
         args=(*DECODE_ARGS, *DALI_TUNING_ARGS),
     )
+
+    lane_safe = True
+
+    def fusion_hints(
+        self, node: OpNode, consumers: list[list[OpNode] | None], decided: FusionPlan
+    ) -> tuple[Hint, ...]:
+        # mixed: decode only the region a fused resize + crop reads (ops/geometry/gpu_fusion)
+        from chute.ops.geometry.gpu_fusion import decode_region
+
+        region = decode_region(node, consumers[0], decided)
+        return (region,) if region is not None else super().fusion_hints(node, consumers, decided)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
@@ -395,6 +430,7 @@ class ImageRandomCrop(_DecoderBase):
             raise ValueError(f"{self.schema.display_name}: argument 'num_attempts' must be >= 1")
 
     settings_class = _RandomCropSettings
+    lane_safe = True
 
     def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
         settings = self._settings(ctx)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg
 from chute.graph.spec import Spec
 from chute.ops.geometry._border import BORDER_MODES
@@ -57,7 +58,7 @@ class LayoutAware(Operator):
         layouts = self.__dict__.setdefault("_layouts", {})
         layouts[node.id] = spec.layout
 
-    def setup(self, node: OpNode) -> Any:
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> Any:
         return self.__dict__.get("_layouts", {}).get(node.id)
 
 

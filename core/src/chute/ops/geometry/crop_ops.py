@@ -217,6 +217,8 @@ class Slice(LayoutAware):
 class Flip(Operator):
     """Mirrors images left-right (``horizontal``) and/or upside down (``vertical``)."""
 
+    lane_safe = True
+
     schema = Schema(
         name="flip",
         devices=("cpu", "gpu"),

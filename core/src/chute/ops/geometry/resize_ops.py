@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, FusedResizeCrop, FusionPlan, Hint, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.geometry import crop_resize_kernels, resize_kernels
@@ -127,6 +128,8 @@ class Resize(_ResizeBase):
     reversed region or a negative size flips.
     """
 
+    lane_safe = True
+
     schema = Schema(
         name="resize",
         devices=("cpu", "gpu"),
@@ -175,12 +178,21 @@ class Resize(_ResizeBase):
             **_filter_kwargs(args),
         )
 
-    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
+    def fusion_hints(
+        self, node: OpNode, consumers: list[list[OpNode] | None], decided: FusionPlan
+    ) -> tuple[Hint, ...]:
         # On the GPU, a crop_mirror_normalize reading this resize alone resamples its
-        # crop straight from the input (chute.ops.gpu_fusion).
-        from chute.ops.gpu_fusion import crop_after_resize
+        # crop straight from the input (chute.ops.geometry.gpu_fusion).
+        from chute.ops.geometry.gpu_fusion import crop_after_resize
 
-        node.fused_crop = crop_after_resize(node, consumers[0])
+        crop = crop_after_resize(node, consumers[0])
+        return (FusedResizeCrop(node, crop),) if crop is not None else ()
+
+    def setup(
+        self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None
+    ) -> FusedResizeCrop | None:
+        """The crop that takes this resize over (``ctx.state``; see fusion_hints), or None."""
+        return hints.get(FusedResizeCrop)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import gpu_backends
@@ -236,6 +248,8 @@ class RandomResizedCrop(_ResizeBase):
     """Crops a random window (area fraction ~ U(random_area), log-uniform aspect ratio) and
     resizes it to ``size``, reading the window straight from the input in one pass."""
 
+    lane_safe = True
+
     schema = Schema(
         name="random_resized_crop",
         devices=("cpu", "gpu"),
@@ -278,7 +292,7 @@ def fixed_output_size(node: OpNode, source: OpNode) -> tuple[int, int] | None:
     argument); else None. A decoder feeding such a resize may decode a DCT-scaled
     region of at least that size and tag it with ``roi_window`` instead.
     """
-    if node.schema.name != "resize" or node.device != "cpu" or node.arg_inputs:
+    if not isinstance(node.op, Resize) or node.device != "cpu" or node.arg_inputs:
         return None
     if [d.producer.id for d in node.inputs] != [source.id]:
         return None

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.image.cmn_kernels import (
@@ -172,7 +173,7 @@ class Normalize(Operator):
             self._axes[node.id] = tuple(axes) if axes else None
         return [spec.with_(dtype=node.arg("dtype"))]
 
-    def setup(self, node: OpNode) -> Any:
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> Any:
         return self._axes.get(node.id)
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
@@ -222,6 +223,8 @@ class CropMirrorNormalize(Operator):
     raise, or with ``out_of_bounds_policy="pad"`` take ``fill_values`` (output units), or with
     ``"trim_to_shape"`` shrink. ``pad_output`` adds channels up to a power of two.
     """
+
+    lane_safe = True
 
     schema = Schema(
         name="crop_mirror_normalize",
@@ -290,7 +293,7 @@ class CropMirrorNormalize(Operator):
     # a pipeline output written straight into its batch array (chute.runtime.dense)
     writes_batch_slots = True
 
-    def setup(self, node: OpNode) -> _CmnState:
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> _CmnState:
         return _CmnState(node)
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:

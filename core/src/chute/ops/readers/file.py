@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, FusionPlan, Hint, NodeHints, ReadInProcesses
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.readers.read_processes import ReadProcesses
@@ -162,17 +163,22 @@ class FileReader(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(np.dtype(np.uint8), 1, None), Spec(np.dtype(np.int32), 1, None)]
 
-    def fuse(self, node: OpNode, consumers: list[list[OpNode] | None]) -> None:
+    def fusion_hints(
+        self, node: OpNode, consumers: list[list[OpNode] | None], decided: FusionPlan
+    ) -> tuple[Hint, ...]:
         # When only GPU ("mixed") decoders use the bytes, the pipeline runs fast enough
         # that reading in a thread of this process would bound it (every system call a
         # GIL hand-off): helper processes read the files (see read_processes).
         readers = consumers[0]
-        node.read_in_processes = bool(readers) and all(c.device == "mixed" for c in readers)
+        if readers and all(c.device == "mixed" for c in readers):
+            return (ReadInProcesses(),)
+        return ()
 
-    def open(self, node: OpNode, pipeline: Any) -> FileSource:
+    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> FileSource:
         files, labels = list_files(node)
         on_error = node.args.get("on_error") or pipeline.on_error
-        return FileSource(node, files, labels, pipeline.batch_size, on_error)
+        in_processes = hints.get(ReadInProcesses) is not None
+        return FileSource(node, files, labels, pipeline.batch_size, on_error, in_processes)
 
 
 def check_shard_args(op_name: str, args: dict[str, Any]) -> None:
@@ -260,11 +266,13 @@ class FileSource(ShardedSource):
         labels: list[int],
         batch_size: int,
         on_error: str = "raise",
+        read_in_processes: bool = False,
     ):
         self.on_error = on_error
         self.use_mmap = node.arg("dont_use_mmap") is False
-        self.processes = None  # helper processes reading the files, see FileReader.fuse
-        if getattr(node, "read_in_processes", False) and READ_PROCESSES:
+        # helper processes reading the files, see FileReader.fusion_hints
+        self.processes = None
+        if read_in_processes and READ_PROCESSES:
             self.processes = ReadProcesses(READ_PROCESSES) if ReadProcesses.available() else None
         self.files = files
         self.labels = np.asarray(labels, np.int32)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.video.frames import PAD_MODES, read_sequence, select_frames
@@ -39,6 +40,8 @@ class VideoDecoder(Operator):
     ``pip install 'chute[video-gpu]'``) and come out on the GPU; videos in codecs
     NVDEC cannot decode are decoded on the CPU and uploaded.
     """
+
+    decodes = True
 
     schema = Schema(
         name="decoders.video",
@@ -99,7 +102,7 @@ class VideoDecoder(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(np.dtype(np.uint8), 4, "FHWC")]
 
-    def setup(self, node: OpNode) -> None:
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> None:
         if node.device == "mixed":  # fail at build time, naming what to install
             from chute.ops.video.nvdec import require_nvdec
 

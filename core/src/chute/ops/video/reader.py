@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.readers.file import READER_ARGS, check_shard_args
@@ -160,7 +161,7 @@ class VideoReader(Operator):
         }
         return [specs[name] for name in _output_names(node.args)]
 
-    def open(self, node: OpNode, pipeline: Any) -> VideoSource:
+    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> VideoSource:
         files, labels, ranges = _list_videos(node)
         on_error = node.args.get("on_error") or pipeline.on_error
         nvdec = None

@@ -14,8 +14,10 @@ each image's size, hence its resize and crop), so the hardware decoder does ~25%
 work on ImageNet-shaped images. Images whose EXIF orientation turns or flips them are
 decoded whole.
 
-Fusion is decided at build time (``Operator.fuse``; readers are fused before their
-producers), so a pipeline that returns or reuses the intermediate images is unchanged.
+Fusion is decided at build time by the fusion pass (chute.graph.passes): the resize's
+``fusion_hints`` give it a :class:`FusedResizeCrop`, and the decoder (asked after its
+readers) a :class:`DecodeRegion` of it; both come back to the operators in ``setup``
+(``ctx.state``). A pipeline that returns or reuses the intermediate images is unchanged.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import DecodeRegion, FusedResizeCrop, FusionPlan
 
 __all__ = [
     "PendingResize",
     "crop_after_resize",
     "crop_size",
+    "decode_region",
     "decode_regions",
     "pending_resize",
-    "region_decoded_resize",
 ]
 
 
@@ -53,13 +56,15 @@ def crop_after_resize(resize: OpNode, readers: list[OpNode] | None) -> OpNode | 
     return cmn if crop_size(cmn) is not None else None
 
 
-def region_decoded_resize(decoder: OpNode, readers: list[OpNode] | None) -> OpNode | None:
-    """The fused resize a mixed decoder feeds alone (it may decode just the crop's region)."""
-    if decoder.device != "mixed" or decoder.schema.name != "decoders.image" or not readers:
+def decode_region(
+    decoder: OpNode, readers: list[OpNode] | None, decided: FusionPlan
+) -> DecodeRegion | None:
+    """A mixed decoder's hint when it feeds a fused resize alone: decode just the crop's
+    region (``decided`` holds the readers' hints)."""
+    if decoder.device != "mixed" or not readers or len(readers) != 1:
         return None
-    if len(readers) != 1 or getattr(readers[0], "fused_crop", None) is None:
-        return None
-    return readers[0]
+    fused = decided.get(readers[0].id, FusedResizeCrop)
+    return DecodeRegion(fused) if fused is not None else None
 
 
 def crop_size(cmn: OpNode) -> tuple[int, int] | None:
@@ -96,7 +101,7 @@ def _crop_windows(
 
 
 def decode_regions(
-    resize: OpNode, shapes: np.ndarray, turned: np.ndarray
+    fused: FusedResizeCrop, shapes: np.ndarray, turned: np.ndarray
 ) -> tuple[list[Any], np.ndarray]:
     """The ROI ``(y, x, h, w)`` to decode of each image (None: whole) and its origin (y, x).
 
@@ -113,8 +118,8 @@ def decode_regions(
     if not known.any():
         return rois, origins
     sizes = np.ones_like(hw)
-    sizes[known] = _resize_sizes(resize, hw[known])
-    windows, fits = _crop_windows(resize.fused_crop, hw, sizes)
+    sizes[known] = _resize_sizes(fused.resize, hw[known])
+    windows, fits = _crop_windows(fused.crop, hw, sizes)
     reach = np.ceil(2 * np.maximum(1.0, hw / np.maximum(sizes, 1))) + 1
     start = np.maximum(np.floor(windows[:, :2] - reach), 0).astype(np.int64)
     end = np.minimum(np.ceil(windows[:, :2] + windows[:, 2:] + reach), hw).astype(np.int64)
@@ -198,8 +203,9 @@ class PendingResize:
         return windows.astype(np.float32), bool(fits.all())
 
 
-def pending_resize(batch: Any, resize: OpNode, filters: dict, dtype: Any, ctx: Any) -> Any:
-    """``resize``'s PendingResize of ``batch`` (a decoded batch may hold regions: see decode_regions)."""
+def pending_resize(batch: Any, fused: FusedResizeCrop, filters: dict, dtype: Any, ctx: Any) -> Any:
+    """The fused resize's PendingResize of ``batch`` (a decoded batch may hold regions:
+    see decode_regions)."""
     from chute.gpu.batches import sample_shapes
 
     shapes = sample_shapes(batch)[:, :2]
@@ -207,4 +213,5 @@ def pending_resize(batch: Any, resize: OpNode, filters: dict, dtype: Any, ctx: A
     origins = getattr(batch, "origins", None)
     if full is None or origins is None:
         full, origins = shapes, np.zeros_like(shapes)
-    return PendingResize(batch, full, origins, _resize_sizes(resize, full), filters, dtype, ctx)
+    sizes = _resize_sizes(fused.resize, full)
+    return PendingResize(batch, full, origins, sizes, filters, dtype, ctx)
