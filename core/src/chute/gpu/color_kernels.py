@@ -198,7 +198,7 @@ def color_space_params(src: str, dst: str, dtype: Any) -> tuple[int, int, int, i
     Without HSV the whole conversion is one affine map (A; B is the identity), as on the
     CPU; with HSV, A takes the input to RGB or B takes RGB to the output.
     """
-    from chute.ops.color.color_space_kernels import _from_rgb, _to_rgb, image_type_channels
+    from chute.ops.color.color_space_kernels import from_rgb, image_type_channels, to_rgb
 
     mid = half_range(dtype)
     in_c, out_c = image_type_channels(src), image_type_channels(dst)
@@ -207,13 +207,13 @@ def color_space_params(src: str, dst: str, dtype: Any) -> tuple[int, int, int, i
     if src == dst:
         pass  # a copy, as on the CPU
     elif "HSV" not in (src, dst):
-        m_in, o_in = _to_rgb(src, mid)
-        m_out, o_out = _from_rgb(dst, mid)
+        m_in, o_in = to_rgb(src, mid)
+        m_out, o_out = from_rgb(dst, mid)
         a = (m_out @ m_in, m_out @ o_in + o_out)
     elif src == "HSV":
-        b = _from_rgb(dst, mid) if dst != "HSV" else identity
+        b = from_rgb(dst, mid) if dst != "HSV" else identity
     else:
-        a = _to_rgb(src, mid)
+        a = to_rgb(src, mid)
     params = np.concatenate([_square(*a), _square(*b)])
     hsv = src != dst
     return in_c, out_c, int(hsv and src == "HSV"), int(hsv and dst == "HSV"), params

@@ -184,7 +184,7 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.resize on the GPU: DALI's size rules per sample, one resampling launch."""
     from chute.gpu import kernels
     from chute.ops.geometry.resize_kernels import resize_output_size
-    from chute.ops.geometry.resize_ops import _size_kwargs
+    from chute.ops.geometry.resize_ops import size_kwargs
 
     (batch,) = inputs
     first = args.sample(0)
@@ -199,7 +199,7 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     n = len(shapes)
     if not args.columns:
         # constant arguments: one size per distinct input size, no per-sample arguments
-        sizes = output_sizes(shapes[:, :2], _size_kwargs(first))
+        sizes = output_sizes(shapes[:, :2], size_kwargs(first))
         window = _roi_window(first, 1, 1)
         windows = None
         if window is not None:
@@ -208,7 +208,7 @@ def resize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         sizes, windows = np.zeros((n, 2), np.int64), []
         for i, (h, w) in enumerate(shapes[:, :2].tolist()):
             a = args.sample(i)
-            sizes[i] = resize_output_size(h, w, **_size_kwargs(a))
+            sizes[i] = resize_output_size(h, w, **size_kwargs(a))
             windows.append(_roi_window(a, h, w))
         if all(w is None for w in windows):
             windows = None

@@ -97,7 +97,7 @@ def brightness_contrast_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
 def color_matrix_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.color_twist / hsv / hue / saturation on the GPU: one color-matrix launch."""
     from chute.gpu import color_kernels
-    from chute.ops.color.color_kernels import _is_bgr
+    from chute.ops.color.color_kernels import is_bgr
     from chute.ops.image.convert_kernels import half_range
 
     (batch,) = inputs
@@ -114,7 +114,7 @@ def color_matrix_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             if key in op.schema.arg_index:
                 twist[key] = per_sample(args, key)
         params = color_kernels.color_twist_params(
-            n, **twist, center=half_range(batch.dtype), bgr=_is_bgr(args["image_type"])
+            n, **twist, center=half_range(batch.dtype), bgr=is_bgr(args["image_type"])
         )
     unmasked = ~_mask(args, n)
     storage = batch_storage(batch)
@@ -135,10 +135,10 @@ def color_matrix_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
 def color_space_conversion_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.color_space_conversion on the GPU: one conversion launch for the batch."""
     from chute.gpu import color_kernels
-    from chute.ops.color.color_space_kernels import _type_name
+    from chute.ops.color.color_space_kernels import image_type_name
 
     (batch,) = inputs
-    src, dst = _type_name(args["image_type"]), _type_name(args["output_type"])
+    src, dst = image_type_name(args["image_type"]), image_type_name(args["output_type"])
     out = color_kernels.color_space_batch(batch_storage(batch), src, dst, stream=ctx.stream)
     return gpu_batch(out, batch.layout(), ctx)
 

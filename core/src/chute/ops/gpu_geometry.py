@@ -57,11 +57,11 @@ def _host_samples(value: Any) -> list:
 
 
 def _sizes(args: Any, n: int) -> list:
-    from chute.ops.geometry.warp_ops import _size
+    from chute.ops.geometry.warp_ops import output_size
 
     if args.is_per_sample("size"):
-        return [_size(v) for v in args.column("size")]
-    return [_size(args["size"])] * n
+        return [output_size(v) for v in args.column("size")]
+    return [output_size(args["size"])] * n
 
 
 def _run_warp(batch: Any, matrices: np.ndarray, sizes: list, inverse: bool, args: Any, ctx: Any):
@@ -252,7 +252,7 @@ def resize_crop_mirror_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         buf = cupy.empty(total, dt)
         if n:
             # the resampler's OUT_KIND codes are geometry_kernels' (0 uint8, 1 f16, 2 f32)
-            kernel = kernels._kernel(
+            kernel = kernels.kernel_function(
                 "resample.cu", "resample_batch", gk.out_kind(dt), cupy.cuda.Device().id
             )
             table_dev = cupy.asarray(table.view(np.uint8))

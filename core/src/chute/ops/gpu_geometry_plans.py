@@ -288,7 +288,7 @@ def crop_mirror_windows(
     of fn.resize_crop_mirror, from the CPU backend's resize plan and crop window."""
     from chute.ops.geometry.crop_kernels import crop_window
     from chute.ops.geometry.resize_kernels import axis_filters, resize_plan
-    from chute.ops.geometry.resize_ops import _size_kwargs
+    from chute.ops.geometry.resize_ops import size_kwargs
 
     n = len(in_hw)
     windows = np.zeros((n, 4), np.float64)
@@ -297,7 +297,7 @@ def crop_mirror_windows(
     filters = []
     for i, a in enumerate(sample_args):
         h, w = (int(v) for v in in_hw[i])
-        plan = resize_plan(h, w, **_size_kwargs(a))
+        plan = resize_plan(h, w, **size_kwargs(a))
         y0, x0, ch, cw = crop_window(
             plan.out_h,
             plan.out_w,
@@ -328,7 +328,7 @@ def blur_plan(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-sample (sigma, window) of each axis, (n, 2) as (y, x), by gaussian_blur's rules;
     masked-out samples get window 1 (a copy)."""
-    from chute.ops.image.filter_kernels import _pair, gaussian_window
+    from chute.ops.image.filter_kernels import gaussian_window, sigma_pair
 
     n = len(sigmas)
     sig = np.zeros((n, 2), np.float64)
@@ -339,8 +339,8 @@ def blur_plan(
             continue
         key = (tuple(np.ravel(s).tolist()), tuple(np.ravel(w).tolist()))
         if key not in cache:
-            sh, sw = _pair(s, "sigma")
-            wh, ww = (int(v) for v in _pair(w, "window_size"))
+            sh, sw = sigma_pair(s, "sigma")
+            wh, ww = (int(v) for v in sigma_pair(w, "window_size"))
             if sh == 0 and wh == 0 and sw == 0 and ww == 0:
                 raise ValueError("gaussian_blur needs a sigma or a window_size")
             sh, wh = gaussian_window(sh, wh) if (sh or wh) else (0.0, 1)

@@ -138,7 +138,7 @@ def _scalars(args: Any, name: str, ndim: int) -> Any:
 
 def normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.normalize on the GPU: batched reductions, one gain/bias kernel, one elementwise pass."""
-    from chute.ops.image.normalize_kernels import _check_broadcast, reduction_axes
+    from chute.ops.image.normalize_kernels import check_broadcast, reduction_axes
 
     cp = _cupy(ctx)
     (batch,) = inputs
@@ -160,7 +160,7 @@ def normalize_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             storage, dense = list(storage), False
         for name, value in (("mean", mean), ("stddev", std)):
             for v in value or ():
-                _check_broadcast(name, v.shape, [storage[0]] if dense else storage, axes)
+                check_broadcast(name, v.shape, [storage[0]] if dense else storage, axes)
         groups = [storage] if dense else [x[None] for x in storage]
         per_group = {
             "mean": _split(mean, ndim, dense, n),

@@ -68,7 +68,8 @@ _FILTER_ARGS = (
 )
 
 
-def _size_kwargs(args: ArgView) -> dict[str, Any]:
+def size_kwargs(args: ArgView) -> dict[str, Any]:
+    """resize_output_size's keyword arguments from fn.resize's (shared by the CPU and GPU backends)."""
     out = {name: args[name] for name in _SIZE_WAYS if args.given(name)}
     out.update(mode=args["mode"], max_size=args["max_size"], subpixel_scale=args["subpixel_scale"])
     return out
@@ -161,14 +162,14 @@ class Resize(_ResizeBase):
             y0, x0, y1, x1 = window
             return resize_kernels.resize(
                 np.asarray(inputs[0]),
-                **_size_kwargs(args),
+                **size_kwargs(args),
                 roi_start=(y0, x0),
                 roi_end=(y1, x1),
                 **_filter_kwargs(args),
             )
         return resize_kernels.resize(
             inputs[0],
-            **_size_kwargs(args),
+            **size_kwargs(args),
             roi_start=args["roi_start"],
             roi_end=args["roi_end"],
             roi_relative=args["roi_relative"],
@@ -222,7 +223,7 @@ class ResizeCropMirror(_ResizeBase):
             crop_pos_x=args["crop_pos_x"],
             crop_pos_y=args["crop_pos_y"],
             mirror=args["mirror"],
-            **_size_kwargs(args),
+            **size_kwargs(args),
             **_filter_kwargs(args),
         )
 
