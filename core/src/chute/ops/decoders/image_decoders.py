@@ -178,9 +178,9 @@ class Image(_DecoderBase):
     )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.decoders import image_gpu
 
-        return gpu_backends.image_mixed(self, inputs, args, ctx)
+        return image_gpu.image_mixed(self, inputs, args, ctx)
 
 
 class _WindowDecoder(_DecoderBase):
@@ -193,9 +193,9 @@ class _WindowDecoder(_DecoderBase):
         return self.window(inputs, args)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.decoders import image_gpu
 
-        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
+        return image_gpu.image_window_mixed(self, inputs, args, ctx)
 
 
 class ImageCrop(_WindowDecoder):
@@ -418,9 +418,9 @@ class ImageRandomCrop(_DecoderBase):
         return roi
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.decoders import image_gpu
 
-        return gpu_backends.image_random_crop_mixed(self, inputs, args, ctx)
+        return image_gpu.image_random_crop_mixed(self, inputs, args, ctx)
 
 
 class PeekImageShape(Operator):

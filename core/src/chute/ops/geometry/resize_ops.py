@@ -184,9 +184,9 @@ class Resize(_ResizeBase):
         node.fused_crop = crop_after_resize(node, consumers[0])
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.geometry import resize_gpu
 
-        return gpu_backends.resize_gpu(self, inputs, args, ctx)
+        return resize_gpu.resize(self, inputs, args, ctx)
 
 
 class ResizeCropMirror(_ResizeBase):
@@ -228,9 +228,9 @@ class ResizeCropMirror(_ResizeBase):
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import resize_gpu
 
-        return gpu_geometry.resize_crop_mirror_gpu(self, inputs, args, ctx)
+        return resize_gpu.resize_crop_mirror(self, inputs, args, ctx)
 
 
 class RandomResizedCrop(_ResizeBase):
@@ -268,9 +268,9 @@ class RandomResizedCrop(_ResizeBase):
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.geometry import resize_gpu
 
-        return gpu_backends.random_resized_crop_gpu(self, inputs, args, ctx)
+        return resize_gpu.random_resized_crop(self, inputs, args, ctx)
 
 
 def fixed_output_size(node: OpNode, source: OpNode) -> tuple[int, int] | None:

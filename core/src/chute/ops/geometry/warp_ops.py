@@ -82,9 +82,9 @@ class WarpAffine(_ImageOp):
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import warp_gpu
 
-        return gpu_geometry.warp_affine_gpu(self, inputs, args, ctx)
+        return warp_gpu.warp_affine(self, inputs, args, ctx)
 
 
 class Rotate(_ImageOp):
@@ -121,9 +121,9 @@ class Rotate(_ImageOp):
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import warp_gpu
 
-        return gpu_geometry.rotate_gpu(self, inputs, args, ctx)
+        return warp_gpu.rotate(self, inputs, args, ctx)
 
 
 class Jitter(_ImageOp):
