@@ -42,14 +42,12 @@ def _host_samples(value: Any) -> list:
 
 
 def _sizes(args: Any, n: int) -> list:
-
     if args.is_per_sample("size"):
         return [output_size(v) for v in args.column("size")]
     return [output_size(args["size"])] * n
 
 
 def _run_warp(batch: Any, matrices: np.ndarray, sizes: list, inverse: bool, args: Any, ctx: Any):
-
     images = describe_batch(batch)
     n = len(images.shapes)
     plan = warp_plan(
@@ -124,7 +122,6 @@ def _to_opencv(m: np.ndarray) -> np.ndarray:
 
 
 def _interp_code(name: Any) -> int:
-
     kind = interp_name(name)
     if kind not in INTERP_CODES:
         raise ValueError(f"interp_type {kind!r} is not supported on the GPU (nn, linear, cubic)")
