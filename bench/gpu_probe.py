@@ -111,11 +111,11 @@ def instrument() -> None:
     """Time the steps of mixed decoding (PROBE_TIMES=1): ms per batch in the output."""
     import chute.gpu.codec_api as codec_api
     import chute.gpu.jpeg as jpeg
-    import chute.ops.gpu_backends as backends
+    import chute.ops.decoders.image_gpu as image_gpu
     import chute.ops.readers.read_processes as procs
 
-    timed(backends, "decode_mixed", "decode_mixed")
-    timed(backends, "random_crop_windows", "windows")
+    timed(image_gpu, "decode_mixed", "decode_mixed")
+    timed(image_gpu, "random_crop_windows", "windows")
     timed(jpeg.BatchDecoder, "parse", "parse")
     timed(jpeg.BatchDecoder, "prepare", "prepare")
     timed(jpeg.BatchDecoder, "_decode_group", "group (queue wait + decode)")

@@ -66,7 +66,7 @@ def test_batch_crop_windows_equal_random_crop_window(attempts):
 
 
 def test_gpu_backend_windows_equal_the_cpu_backends():
-    from chute.ops.gpu_backends import random_crop_windows
+    from chute.ops.decoders.image_gpu import random_crop_windows
 
     rng = np.random.default_rng(5)
     n = 300
@@ -160,8 +160,8 @@ def test_clip_all_equals_clip_roi():
     ],
 )
 def test_output_sizes_equal_resize_output_size(kwargs):
+    from chute.ops.geometry.resize_gpu import output_sizes
     from chute.ops.geometry.resize_kernels import resize_output_size
-    from chute.ops.gpu_backends import output_sizes
 
     rng = np.random.default_rng(0)
     hw = np.stack([rng.integers(1, 2500, 3000), rng.integers(1, 2500, 3000)], 1)

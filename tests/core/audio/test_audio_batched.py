@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chute.ops.audio import audio_ops, batched, dsp
-from chute.ops.audio import gpu as audio_gpu
+from chute.ops.audio import audio_gpu, audio_ops, batched, dsp
 
 RATE = 16000
 

@@ -17,7 +17,9 @@ import pytest
 
 from chute import fn, pipeline_def
 from chute.gpu import color_kernels as ck
+from chute.ops.color import color_gpu
 from chute.ops.color import color_kernels as cpu_color
+from chute.ops.color.color_space_gpu import color_space_params
 from chute.ops.color.color_space_kernels import color_space_conversion
 
 try:
@@ -56,14 +58,14 @@ def test_color_twist_params_match_the_cpu_matrices():
         (rng.uniform(0, 2, n)),
     )
     for bgr in (False, True):
-        params = ck.color_twist_params(n, b, c, h, s, center=128.0, bgr=bgr)
+        params = color_gpu.color_twist_params(n, b, c, h, s, center=128.0, bgr=bgr)
         for i in range(n):
             m, o = cpu_color.color_twist_matrix(b[i], c[i], h[i], s[i], 128.0)
             if bgr:
                 m, o = m[::-1, ::-1], o[::-1]
             np.testing.assert_allclose(params[i, :9].reshape(3, 3), m, atol=1e-12)
             np.testing.assert_allclose(params[i, 9:], o, atol=1e-12)
-    hsv = ck.hsv_params(n, h, s, b)
+    hsv = color_gpu.hsv_params(n, h, s, b)
     for i in range(n):
         np.testing.assert_allclose(hsv[i, :9].reshape(3, 3), cpu_color.hsv_matrix(h[i], s[i], b[i]))
         assert not hsv[i, 9:].any()
@@ -79,7 +81,7 @@ def test_brightness_contrast_params_reproduce_the_cpu_kernel(in_dtype, out_dtype
         "contrast": rng.uniform(0.5, 1.5, n),
         "contrast_center": np.array([None, 100.0, None, 30.0, 200.0], object),
     }
-    gain, offset = ck.brightness_contrast_params(n, in_dtype, out_dtype, **args)
+    gain, offset = color_gpu.brightness_contrast_params(n, in_dtype, out_dtype, **args)
     ramp = np.arange(256, dtype=np.uint8).reshape(16, 16)
     for i in range(n):
         ref = cpu_color.brightness_contrast(ramp, *(args[k][i] for k in args), dtype=out_dtype)
@@ -90,11 +92,11 @@ def test_brightness_contrast_params_reproduce_the_cpu_kernel(in_dtype, out_dtype
 
 
 def test_luma_params_match_the_cpu_gray_path():
-    params = ck.color_twist_params(
+    params = color_gpu.color_twist_params(
         3, [1.2, 0.8, 1.0], [0.7, 1.3, 1.0], [30, -60, 0], 0.5, center=128.0
     )
     gray = make_images([(9, 7)], channels=0)[0]
-    gain, offset = ck.luma_params(params)
+    gain, offset = color_gpu.luma_params(params)
     for i, (b, c, h, s) in enumerate([(1.2, 0.7, 30, 0.5), (0.8, 1.3, -60, 0.5), (1, 1, 0, 0.5)]):
         ref = cpu_color.color_twist(gray, b, c, h, s, dtype=np.float32)
         np.testing.assert_allclose(gray * gain[i] + offset[i], ref, rtol=1e-6)
@@ -106,7 +108,7 @@ def test_luma_params_match_the_cpu_gray_path():
     [("RGB", "YCbCr"), ("YCbCr", "BGR"), ("BGR", "GRAY"), ("GRAY", "YCbCr"), ("RGB", "RGB")],
 )
 def test_linear_color_space_params_match_the_cpu_conversion(src, dst, dtype):
-    in_c, out_c, src_hsv, dst_hsv, params = ck.color_space_params(src, dst, np.dtype(dtype))
+    in_c, out_c, src_hsv, dst_hsv, params = color_space_params(src, dst, np.dtype(dtype))
     assert (src_hsv, dst_hsv) == (0, 0)
     img = make_images([(6, 11)], dtype, channels=in_c)[0]
     a, b = params[:12], params[12:]
@@ -154,7 +156,7 @@ ARITH_CASES = [
 def test_arithmetic_dtypes_reproduce_the_cpu_backend(op, operands):
     """The GPU path's ufunc call, run with NumPy arrays, gives the CPU backend's values."""
     from chute.ops.arithmetic import Arithmetic
-    from chute.ops.gpu_math import _compute, operand_dtypes
+    from chute.ops.arithmetic_gpu import _compute, operand_dtypes
 
     rng = np.random.default_rng(3)
     shape = (4, 5, 3)

@@ -45,7 +45,7 @@ def test_the_region_resamples_like_the_whole_image(shorter, crop, pos):
     shapes = np.array([[375, 500], [500, 333], [241, 1003], [224, 224], [1200, 900]])
     fused, cmn = _nodes(shorter, crop, pos)
     rois, origins = decode_regions(fused, shapes, np.zeros(len(shapes), bool))
-    from chute.ops.gpu_backends import output_sizes
+    from chute.ops.geometry.resize_gpu import output_sizes
 
     sizes = output_sizes(shapes, {"resize_shorter": float(shorter)})
     for i, (h, w) in enumerate(shapes.tolist()):

@@ -1,6 +1,7 @@
 """Host plans of the geometry GPU backends, through NumPy mirrors of their kernels.
 
-No GPU needed: the per-sample plans (chute.ops.gpu_geometry_plans) drive NumPy
+No GPU needed: the per-sample plans (``*_plan`` in chute.ops.geometry.warp_gpu, crop_gpu and
+chute.ops.image.filter_gpu) drive NumPy
 mirrors of warp.cu and filter.cu (same sample points, taps, borders and rounding),
 which must reproduce the CPU backends. test_gpu_geometry.py runs the kernels
 themselves on a GPU.
@@ -22,21 +23,16 @@ from geometry_images import random_matrices, smooth, warp_tolerance
 
 from chute.gpu.geometry_kernels import BORDER_CODES, gaussian_taps
 from chute.ops.geometry._border import BORDER_MODES
+from chute.ops.geometry.crop_gpu import crop_plan, pad_plan, window_fill
 from chute.ops.geometry.crop_kernels import border_index, crop, crop_window, pad
+from chute.ops.geometry.warp_gpu import rotate_plan, warp_plan
 from chute.ops.geometry.warp_kernels import (
     rotate,
     rotated_canvas_size,
     rotation_matrix,
     warp_affine,
 )
-from chute.ops.gpu_geometry_plans import (
-    blur_plan,
-    crop_plan,
-    pad_plan,
-    rotate_plan,
-    warp_plan,
-    window_fill,
-)
+from chute.ops.image.filter_gpu import blur_plan
 from chute.ops.image.filter_kernels import gaussian_blur
 
 BORDERS = sorted(BORDER_MODES)

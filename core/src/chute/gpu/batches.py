@@ -22,6 +22,7 @@ __all__ = [
     "DECODER_OPTIONS",
     "MAX_DECODERS",
     "DEFAULT_HW_LOAD",
+    "batch_storage",
     "decoded_images",
     "decoders",
     "dense_array",
@@ -186,6 +187,15 @@ def dense_array(batch: Any) -> Any:
     """The batch's contiguous (N, H, W, C) CuPy array when it is stored as one, else None."""
     dense = getattr(batch, "_dense", None)  # TensorListGPU's contiguous storage
     return dense if dense is not None and dense.ndim == 4 else None
+
+
+def batch_storage(batch: Any) -> Any:
+    """The batch as one contiguous CuPy array when it is stored as one, else its samples."""
+    dense = dense_array(batch)
+    if dense is None:
+        # TensorListGPU's contiguous storage of any rank (dense_array gives HWC batches only)
+        dense = getattr(batch, "_dense", None)
+    return dense if dense is not None else batch.samples()
 
 
 def sample_shapes(batch: Any) -> np.ndarray:

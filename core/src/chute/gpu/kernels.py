@@ -30,6 +30,7 @@ __all__ = [
     "SAMPLE_DTYPE",
     "build_sample_table",
     "crop_mirror_normalize_batch",
+    "kernel_function",
     "resize_batch",
     "resize_crop_mirror_normalize",
     "sizes_for_shorter_side",
@@ -110,7 +111,8 @@ def _layout_chw(layout: str) -> int:
 
 
 @functools.cache
-def _kernel(source: str, name: str, out_kind: int, device_id: int) -> Any:
+def kernel_function(source: str, name: str, out_kind: int, device_id: int) -> Any:
+    """Kernel ``name`` of ``source`` (after image_batch_common.cu), compiled once per device."""
     cupy = require_gpu("chute's GPU kernels")
     code = (_KERNEL_DIR / "image_batch_common.cu").read_text() + (_KERNEL_DIR / source).read_text()
     with cupy.cuda.Device(device_id):
@@ -259,7 +261,7 @@ def _launch(
         return
     grid = (-(-max_w // _BLOCK[0]), -(-max_h // _BLOCK[1]), n)
     with stream:
-        kernel = _kernel(source, name, _OUT_KIND[out.dtype], cupy.cuda.Device().id)
+        kernel = kernel_function(source, name, _OUT_KIND[out.dtype], cupy.cuda.Device().id)
         table_dev = cupy.asarray(table.view(np.uint8))
         kernel(grid, _BLOCK, (table_dev, out, np.int32(out_c), *(np.int32(x) for x in extra)))
 

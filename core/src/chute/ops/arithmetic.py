@@ -144,9 +144,9 @@ class Arithmetic(Operator):
         return np.asarray(out).astype(dtype, copy=False)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_math
+        from chute.ops import arithmetic_gpu
 
-        return gpu_math.arithmetic_gpu(self, inputs, args, ctx)
+        return arithmetic_gpu.arithmetic(self, inputs, args, ctx)
 
 
 def _operands(template: tuple, inputs: list) -> list:

@@ -29,9 +29,9 @@ class Cast(Operator):
         return convert(inputs[0], args["dtype"])
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_color
+        from chute.ops import tensor_gpu
 
-        return gpu_color.cast_gpu(self, inputs, args, ctx)
+        return tensor_gpu.cast(self, inputs, args, ctx)
 
 
 def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -2,6 +2,11 @@
 
 The pure signal processing is in :mod:`chute.ops.audio.dsp`; decoding (through
 the optional ``soundfile`` package) in :mod:`chute.ops.audio.codec`.
+
+As in every family, each operator module has its backends beside it
+(``<topic>_ops.py`` / ``<topic>_kernels.py`` / ``<topic>_gpu.py``): here
+``audio_ops.py`` declares the operators, dsp.py and batched.py hold the CPU math and
+``audio_gpu.py`` the GPU backends.
 """
 
 from __future__ import annotations

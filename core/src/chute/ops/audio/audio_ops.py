@@ -4,7 +4,7 @@ mel_filter_bank, to_decibels, mfcc, nonsilent_region.
 Each is a per-sample CPU operator over the pure functions of
 :mod:`chute.ops.audio.dsp` and :mod:`chute.ops.audio.codec`, with DALI's
 argument names, defaults and output shapes. The feature operators also run
-on the GPU (``device="gpu"``), a whole batch at a time (:mod:`chute.ops.audio.gpu`).
+on the GPU (``device="gpu"``), a whole batch at a time (:mod:`chute.ops.audio.audio_gpu`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops.audio import dsp
-from chute.ops.audio import gpu as audio_gpu
+from chute.ops.audio import audio_gpu, dsp
 from chute.ops.audio.codec import AUDIO_DTYPES, decode_audio
 from chute.ops.tensor_ops import convert
 from chute.runtime.operator import ArgView, Operator

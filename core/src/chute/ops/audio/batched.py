@@ -7,7 +7,7 @@ equal shape are stacked; ragged ones are concatenated (flattened) with an
 index of which sample each element belongs to, so that a batch costs a fixed
 number of array operations (one FFT, one matrix product, ...) whatever its
 size. The CPU operators call these with a batch of one and ``xp=numpy``; the
-GPU operators (:mod:`chute.ops.audio.gpu`) with the whole batch and ``cupy``.
+GPU operators (:mod:`chute.ops.audio.audio_gpu`) with the whole batch and ``cupy``.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ __all__ = [
     "hsv",
     "hsv_matrix",
     "hue",
+    "is_bgr",
     "lookup_table",
     "saturation",
 ]
@@ -229,7 +230,8 @@ def _apply_color_matrix(
     return convert_saturate(result.reshape(shape), out_dtype, overwrite=True)
 
 
-def _is_bgr(image_type: Any) -> bool:
+def is_bgr(image_type: Any) -> bool:
+    """Whether an RGB/BGR image_type is BGR (raises for other types)."""
     name = getattr(image_type, "value", image_type)
     name = str(name).upper()
     if name not in ("RGB", "BGR"):
@@ -252,7 +254,7 @@ def color_twist(
     matrix, offset = color_twist_matrix(
         brightness, contrast, hue, saturation, half_range(image.dtype)
     )
-    return _apply_color_matrix(image, matrix, offset, out_dtype, _is_bgr(image_type))
+    return _apply_color_matrix(image, matrix, offset, out_dtype, is_bgr(image_type))
 
 
 def hsv(

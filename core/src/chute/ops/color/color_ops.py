@@ -82,18 +82,18 @@ class _ColorOp(Operator):
         raise NotImplementedError
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_color
+        from chute.ops.color import color_gpu
 
-        return gpu_color.color_matrix_gpu(self, inputs, args, ctx)
+        return color_gpu.color_matrix(self, inputs, args, ctx)
 
 
 class _AffineColorOp(_ColorOp):
     """Brightness and contrast: an affine map of every element (GPU: one affine launch)."""
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_color
+        from chute.ops.color import color_gpu
 
-        return gpu_color.brightness_contrast_gpu(self, inputs, args, ctx)
+        return color_gpu.brightness_contrast(self, inputs, args, ctx)
 
 
 class ColorTwist(_ColorOp):
@@ -299,9 +299,9 @@ class ColorSpaceConversion(Operator):
         return color_space_conversion(image, args["image_type"], args["output_type"])
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_color
+        from chute.ops.color import color_space_gpu
 
-        return gpu_color.color_space_conversion_gpu(self, inputs, args, ctx)
+        return color_space_gpu.color_space_conversion(self, inputs, args, ctx)
 
 
 class LookupTable(Operator):

@@ -29,7 +29,13 @@ import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate, half_range
 
-__all__ = ["color_space_conversion", "image_type_channels"]
+__all__ = [
+    "color_space_conversion",
+    "from_rgb",
+    "image_type_channels",
+    "image_type_name",
+    "to_rgb",
+]
 
 _KR, _KB = 0.299, 0.114
 _KG = 1.0 - _KR - _KB
@@ -47,7 +53,8 @@ _LINEAR = ("RGB", "BGR", "GRAY", "YCbCr")
 _CANONICAL = {name.upper(): name for name in (*_LINEAR, "HSV")}
 
 
-def _type_name(image_type: Any) -> str:
+def image_type_name(image_type: Any) -> str:
+    """The canonical color space name (RGB, BGR, GRAY, YCbCr, HSV) of an image type."""
     name = str(getattr(image_type, "value", image_type))
     canonical = _CANONICAL.get(name.upper())
     if canonical is None:
@@ -59,10 +66,10 @@ def _type_name(image_type: Any) -> str:
 
 def image_type_channels(image_type: Any) -> int:
     """Return the channel count of an image type (1 for GRAY, else 3)."""
-    return 1 if _type_name(image_type) == "GRAY" else 3
+    return 1 if image_type_name(image_type) == "GRAY" else 3
 
 
-def _to_rgb(space: str, mid: float) -> tuple[np.ndarray, np.ndarray]:
+def to_rgb(space: str, mid: float) -> tuple[np.ndarray, np.ndarray]:
     """Return (3 x C matrix, offset) mapping a pixel of ``space`` to RGB."""
     if space == "RGB":
         return np.eye(3), np.zeros(3)
@@ -74,7 +81,7 @@ def _to_rgb(space: str, mid: float) -> tuple[np.ndarray, np.ndarray]:
     return inverse, -inverse @ np.array([0.0, mid, mid])
 
 
-def _from_rgb(space: str, mid: float) -> tuple[np.ndarray, np.ndarray]:
+def from_rgb(space: str, mid: float) -> tuple[np.ndarray, np.ndarray]:
     """Return (C x 3 matrix, offset) mapping an RGB pixel to ``space``."""
     if space == "RGB":
         return np.eye(3), np.zeros(3)
@@ -87,8 +94,8 @@ def _from_rgb(space: str, mid: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _linear(image: np.ndarray, src: str, dst: str) -> np.ndarray:
     mid = half_range(image.dtype)
-    m_in, o_in = _to_rgb(src, mid)
-    m_out, o_out = _from_rgb(dst, mid)
+    m_in, o_in = to_rgb(src, mid)
+    m_out, o_out = from_rgb(dst, mid)
     matrix = m_out @ m_in
     offset = m_out @ o_in + o_out
     if src == "GRAY" or (np.all(offset == 0) and np.all(np.isin(matrix, (0.0, 1.0)))):
@@ -119,7 +126,7 @@ def color_space_conversion(
 ) -> np.ndarray:
     """Convert an HWC image from ``image_type`` to ``output_type`` (``types.ImageType`` or name)."""
     image = np.asarray(image)
-    src, dst = _type_name(image_type), _type_name(output_type)
+    src, dst = image_type_name(image_type), image_type_name(output_type)
     if image.ndim == 2:
         image = image[..., None]
     expected = image_type_channels(src)

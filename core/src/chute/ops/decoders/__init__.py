@@ -3,6 +3,11 @@
 The pure codec layer lives in :mod:`chute.ops.decoders.image_codec` (decode,
 decode_scaled, decode_resized, peek_shape) and
 :mod:`chute.runtime.crop_window` (random, anchored and sliced windows).
+
+As in every family, each operator module has its backends beside it
+(``<topic>_ops.py`` / ``<topic>_kernels.py`` / ``<topic>_gpu.py``): here
+``image_decoders.py`` declares the decoders, the codec modules above decode on the
+CPU and ``image_gpu.py`` holds their GPU ("mixed") backends.
 """
 
 from __future__ import annotations

@@ -213,9 +213,9 @@ class Image(_DecoderBase):
         return (region,) if region is not None else super().fusion_hints(node, consumers, decided)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.decoders import image_gpu
 
-        return gpu_backends.image_mixed(self, inputs, args, ctx)
+        return image_gpu.image_mixed(self, inputs, args, ctx)
 
 
 class _WindowDecoder(_DecoderBase):
@@ -228,9 +228,9 @@ class _WindowDecoder(_DecoderBase):
         return self.window(inputs, args)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.decoders import image_gpu
 
-        return gpu_backends.image_window_mixed(self, inputs, args, ctx)
+        return image_gpu.image_window_mixed(self, inputs, args, ctx)
 
 
 class ImageCrop(_WindowDecoder):
@@ -454,9 +454,9 @@ class ImageRandomCrop(_DecoderBase):
         return roi
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.decoders import image_gpu
 
-        return gpu_backends.image_random_crop_mixed(self, inputs, args, ctx)
+        return image_gpu.image_random_crop_mixed(self, inputs, args, ctx)
 
 
 class PeekImageShape(Operator):

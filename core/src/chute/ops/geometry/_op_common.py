@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -67,3 +68,18 @@ def default_layout(ndim: int, layout: str | None) -> str | None:
     if layout:
         return layout
     return {2: "HW", 3: "HWC"}.get(ndim)
+
+
+def per_distinct(values: Sequence[Any], func: Any) -> list:
+    """``[func(v) for v in values]``, calling ``func`` once per distinct (hashable) value.
+
+    Constant arguments repeat one value for every sample of a batch.
+    """
+    done: dict = {}
+    out = []
+    for v in values:
+        key = (type(v), v) if not isinstance(v, np.ndarray) else (v.dtype.str, v.shape, v.tobytes())
+        if key not in done:
+            done[key] = func(v)
+        out.append(done[key])
+    return out

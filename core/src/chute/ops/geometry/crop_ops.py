@@ -111,9 +111,9 @@ class Crop(Operator):
         return out if args["dtype"] is None else cast_to(out, args["dtype"])
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import crop_gpu
 
-        return gpu_geometry.crop_gpu(self, inputs, args, ctx)
+        return crop_gpu.crop(self, inputs, args, ctx)
 
 
 class Slice(LayoutAware):
@@ -241,9 +241,9 @@ class Flip(Operator):
         return crop_kernels.flip(inputs[0], args["horizontal"], args["vertical"])
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.geometry import crop_gpu
 
-        return gpu_backends.flip_gpu(self, inputs, args, ctx)
+        return crop_gpu.flip(self, inputs, args, ctx)
 
 
 class Pad(LayoutAware):
@@ -312,9 +312,9 @@ class Pad(LayoutAware):
         return out
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import crop_gpu
 
-        return gpu_geometry.pad_gpu(self, inputs, args, ctx)
+        return crop_gpu.pad(self, inputs, args, ctx)
 
 
 class Erase(LayoutAware):

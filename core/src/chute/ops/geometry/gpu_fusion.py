@@ -78,11 +78,11 @@ def crop_size(cmn: OpNode) -> tuple[int, int] | None:
 
 def _resize_sizes(resize: OpNode, hw: np.ndarray) -> np.ndarray:
     """fn.resize's output (h, w) for each input (h, w), from its constant arguments."""
-    from chute.ops.geometry.resize_ops import _size_kwargs
-    from chute.ops.gpu_backends import output_sizes
+    from chute.ops.geometry.resize_gpu import output_sizes
+    from chute.ops.geometry.resize_ops import size_kwargs
     from chute.runtime.operator import ArgView
 
-    return output_sizes(hw, _size_kwargs(ArgView(resize.schema, resize.args, {})))
+    return output_sizes(hw, size_kwargs(ArgView(resize.schema, resize.args, {})))
 
 
 def _crop_windows(

@@ -69,7 +69,8 @@ _FILTER_ARGS = (
 )
 
 
-def _size_kwargs(args: ArgView) -> dict[str, Any]:
+def size_kwargs(args: ArgView) -> dict[str, Any]:
+    """resize_output_size's keyword arguments from fn.resize's (shared by the CPU and GPU backends)."""
     out = {name: args[name] for name in _SIZE_WAYS if args.given(name)}
     out.update(mode=args["mode"], max_size=args["max_size"], subpixel_scale=args["subpixel_scale"])
     return out
@@ -164,14 +165,14 @@ class Resize(_ResizeBase):
             y0, x0, y1, x1 = window
             return resize_kernels.resize(
                 np.asarray(inputs[0]),
-                **_size_kwargs(args),
+                **size_kwargs(args),
                 roi_start=(y0, x0),
                 roi_end=(y1, x1),
                 **_filter_kwargs(args),
             )
         return resize_kernels.resize(
             inputs[0],
-            **_size_kwargs(args),
+            **size_kwargs(args),
             roi_start=args["roi_start"],
             roi_end=args["roi_end"],
             roi_relative=args["roi_relative"],
@@ -195,9 +196,9 @@ class Resize(_ResizeBase):
         return hints.get(FusedResizeCrop)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.geometry import resize_gpu
 
-        return gpu_backends.resize_gpu(self, inputs, args, ctx)
+        return resize_gpu.resize(self, inputs, args, ctx)
 
 
 class ResizeCropMirror(_ResizeBase):
@@ -234,14 +235,14 @@ class ResizeCropMirror(_ResizeBase):
             crop_pos_x=args["crop_pos_x"],
             crop_pos_y=args["crop_pos_y"],
             mirror=args["mirror"],
-            **_size_kwargs(args),
+            **size_kwargs(args),
             **_filter_kwargs(args),
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import resize_gpu
 
-        return gpu_geometry.resize_crop_mirror_gpu(self, inputs, args, ctx)
+        return resize_gpu.resize_crop_mirror(self, inputs, args, ctx)
 
 
 class RandomResizedCrop(_ResizeBase):
@@ -281,9 +282,9 @@ class RandomResizedCrop(_ResizeBase):
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.geometry import resize_gpu
 
-        return gpu_backends.random_resized_crop_gpu(self, inputs, args, ctx)
+        return resize_gpu.random_resized_crop(self, inputs, args, ctx)
 
 
 def fixed_output_size(node: OpNode, source: OpNode) -> tuple[int, int] | None:

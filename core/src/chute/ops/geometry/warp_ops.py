@@ -29,7 +29,8 @@ _FILL_OR_CLAMP = Arg(
 )
 
 
-def _size(value: Any) -> tuple[int, int] | None:
+def output_size(value: Any) -> tuple[int, int] | None:
+    """The ``size`` argument as (h, w), None for the input's size."""
     if value is None or len(value) == 0:
         return None
     values = np.broadcast_to(np.asarray(value, dtype=np.float64).ravel(), (2,))
@@ -73,7 +74,7 @@ class WarpAffine(_ImageOp):
         return warp_kernels.warp_affine(
             inputs[0],
             matrix,
-            size=_size(args["size"]),
+            size=output_size(args["size"]),
             inverse_map=args["inverse_map"],
             interp_type=args["interp_type"],
             fill_value=args["fill_value"],
@@ -81,9 +82,9 @@ class WarpAffine(_ImageOp):
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import warp_gpu
 
-        return gpu_geometry.warp_affine_gpu(self, inputs, args, ctx)
+        return warp_gpu.warp_affine(self, inputs, args, ctx)
 
 
 class Rotate(_ImageOp):
@@ -113,16 +114,16 @@ class Rotate(_ImageOp):
             inputs[0],
             args["angle"],
             keep_size=args["keep_size"],
-            size=_size(args["size"]),
+            size=output_size(args["size"]),
             interp_type=args["interp_type"],
             fill_value=args["fill_value"],
             border=args["border"],
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.geometry import warp_gpu
 
-        return gpu_geometry.rotate_gpu(self, inputs, args, ctx)
+        return warp_gpu.rotate(self, inputs, args, ctx)
 
 
 class Jitter(_ImageOp):

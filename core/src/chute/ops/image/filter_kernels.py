@@ -33,7 +33,7 @@ import numpy as np
 
 from chute.ops.image.convert_kernels import convert_saturate
 
-__all__ = ["BORDER_MODES", "gaussian_blur", "gaussian_window"]
+__all__ = ["BORDER_MODES", "gaussian_blur", "gaussian_window", "sigma_pair"]
 
 BORDER_MODES = {
     "constant": cv2.BORDER_CONSTANT,
@@ -46,7 +46,8 @@ BORDER_MODES = {
 DTypeLike = Any
 
 
-def _pair(value: float | Sequence[float] | np.ndarray, name: str) -> tuple[float, float]:
+def sigma_pair(value: float | Sequence[float] | np.ndarray, name: str) -> tuple[float, float]:
+    """(H, W) of ``name`` given as one value or one per axis."""
     flat = np.asarray(value, dtype=np.float64).ravel()
     if flat.size == 1:
         return float(flat[0]), float(flat[0])
@@ -85,8 +86,8 @@ def gaussian_blur(
     if border not in BORDER_MODES:
         raise ValueError(f"border must be one of {sorted(BORDER_MODES)}, got {border!r}")
     out_dtype = image.dtype if dtype is None else np.dtype(dtype)
-    sig_h, sig_w = _pair(sigma, "sigma")
-    win_h, win_w = (int(v) for v in _pair(window_size, "window_size"))
+    sig_h, sig_w = sigma_pair(sigma, "sigma")
+    win_h, win_w = (int(v) for v in sigma_pair(window_size, "window_size"))
     if sig_h == 0 and win_h == 0 and sig_w == 0 and win_w == 0:
         raise ValueError("gaussian_blur needs a sigma or a window_size")
     # An axis with neither sigma nor window is left alone (window 1).

@@ -100,9 +100,9 @@ class GaussianBlur(Operator):
         return gaussian_blur(image, *params)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_geometry
+        from chute.ops.image import filter_gpu
 
-        return gpu_geometry.gaussian_blur_gpu(self, inputs, args, ctx)
+        return filter_gpu.gaussian_blur(self, inputs, args, ctx)
 
 
 class Normalize(Operator):
@@ -205,9 +205,9 @@ class Normalize(Operator):
         return out  # type: ignore[return-value]
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_math
+        from chute.ops.image import normalize_gpu
 
-        return gpu_math.normalize_gpu(self, inputs, args, ctx)
+        return normalize_gpu.normalize(self, inputs, args, ctx)
 
 
 def _arg_array(args: ArgView, name: str) -> np.ndarray | None:
@@ -317,9 +317,9 @@ class CropMirrorNormalize(Operator):
         return crop_mirror_normalize(image, gain_bias=gain_bias, out=out, **kwargs)
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import gpu_backends
+        from chute.ops.image import cmn_gpu
 
-        return gpu_backends.crop_mirror_normalize_gpu(self, inputs, args, ctx)
+        return cmn_gpu.crop_mirror_normalize(self, inputs, args, ctx)
 
 
 _CMN_ARGS = (

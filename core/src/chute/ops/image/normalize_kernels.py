@@ -20,6 +20,7 @@ import numpy as np
 from chute.ops.image.convert_kernels import convert_saturate
 
 __all__ = [
+    "check_broadcast",
     "inv_stddev",
     "normalize",
     "normalize_batch",
@@ -219,7 +220,7 @@ def statistics(
     """
     for name, value in (("mean", mean), ("stddev", stddev)):
         if value is not None:
-            _check_broadcast(name, np.shape(value), samples, axes)
+            check_broadcast(name, np.shape(value), samples, axes)
     if mean is not None and stddev is not None:
         return np.asarray(mean, dtype=np.float64), np.square(np.asarray(stddev, dtype=np.float64))
     kept = {tuple(n for i, n in enumerate(s.shape) if i not in axes) for s in samples}
@@ -239,7 +240,7 @@ def statistics(
     return computed_mean, var
 
 
-def _check_broadcast(
+def check_broadcast(
     name: str, shape: tuple[int, ...], samples: Sequence[np.ndarray], axes: tuple[int, ...]
 ) -> None:
     """Raise a readable error when a given mean/stddev cannot apply to the samples."""

@@ -1,0 +1,170 @@
+"""GPU ("mixed") backends of the image decoders: encoded samples in, GPU HWC images out.
+
+Each backend gets the batch's encoded samples and decodes them with nvImageCodec
+(chute.gpu.batches lends a BatchDecoder) on the context's stream. Crop windows come
+from the headers' shapes before decoding, so only each window is decoded: the CPU
+backend's windows from the same random streams (image_random_crop, drawn for the
+whole batch at once), or the operator's own window (image_crop, image_slice).
+
+Decoded images stay nvImageCodec images inside a DecodedImages batch
+(chute.gpu.batches: CuPy views only for a user who asks for a sample): at 256
+samples a batch, per-sample Python is what bounds the GPU path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chute.gpu.batches import decoded_images
+from chute.gpu.batches import decoders as _decoders
+from chute.runtime import philox
+from chute.runtime.context import sample_generator
+from chute.runtime.crop_window import random_crop_window
+from chute.types import to_dtype
+
+__all__ = [
+    "decode_mixed",
+    "image_mixed",
+    "image_random_crop_mixed",
+    "image_window_mixed",
+    "random_crop_windows",
+]
+
+
+def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
+    """Decode a batch of encoded samples to GPU HWC images.
+
+    ``windows(shapes)`` gives each sample's region ``(y, x, h, w)`` from the headers'
+    (h, w) (None: the whole image) and ``{sample: reason}`` for windows that do not fit.
+    """
+    encoded = inputs[0]
+    out_type = str(args["output_type"])
+    if to_dtype(args["dtype"] or np.uint8) != np.uint8:
+        raise ValueError("device='mixed' decodes to uint8; cast afterwards for other types")
+    if out_type not in ("RGB", "BGR", "GRAY"):
+        raise ValueError(f"device='mixed' supports output_type RGB, BGR or GRAY, not {out_type}")
+    region = getattr(ctx.state, "decode_region", None)  # the decoder's settings (setup)
+    origins = None
+    with _decoders.use(ctx.device_id, args["hw_decoder_load"]) as decoder:
+        parsed = decoder.parse(list(encoded))
+        rois, bad = windows(parsed.shapes) if windows is not None else (None, {})
+        if region is not None:  # only what a fused resize + crop reads
+            from chute.ops.geometry.gpu_fusion import decode_regions
+
+            turned = (parsed.streams.rotated != 0) | parsed.streams.flipped
+            rois, origins = decode_regions(region.fused, parsed.shapes, turned)
+        # Decode on the lane's own stream (the executor keeps it alive): two lanes
+        # decode at once, and the kernels after this follow in stream order.
+        result = decoder.decode(
+            parsed,
+            rois=rois,
+            output_type=out_type,
+            stream=ctx.stream,
+            as_cupy=False,
+            on_stream=True,
+        )
+    failed = {i: err for i, err in enumerate(result.errors) if err is not None}
+    failed.update(bad)
+    if failed and ctx.on_error == "raise":
+        i, err = next(iter(failed.items()))
+        path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
+        raise ValueError(f"sample {i}{f' ({path})' if path else ''}: {err}")
+    batch = decoded_images(result.images, result.shapes, ctx)
+    batch.keepalive = result  # host staging buffers live until the stream has used them
+    if origins is not None:  # images decoded as regions: where each lies in its image
+        whole = np.array([r is None for r in rois])
+        batch.origins = origins
+        batch.full_shapes = np.where(whole[:, None], result.shapes[:, :2], parsed.shapes)
+    batch.failed = failed  # on_error skip/warn: the executor replaces these samples
+    return batch
+
+
+def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
+    """The windows of decoders.image_random_crop: the CPU backend's, from the same streams.
+
+    Drawn for the whole batch at once (chute.runtime.philox: the same words as each
+    sample's generator); the few samples that need more draws than that take the
+    per-sample path. Shapes come from the code streams' headers (before EXIF
+    orientation, which training JPEGs rarely carry).
+    """
+    area, ratio, attempts = args["random_area"], args["random_aspect_ratio"], args["num_attempts"]
+    shapes = np.asarray(shapes, np.int64).reshape(-1, 2)
+    n = len(shapes)
+    meta = [ctx.meta[i] if i < len(ctx.meta) else None for i in range(n)]
+    found: list = [None] * n
+    if _vectorized_windows_ok() and n:
+        key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
+        # valid shapes only: a 0 x 0 header makes the per-sample path raise as before
+        valid = (shapes[:, 0] > 0) & (shapes[:, 1] > 0)
+        words = philox.stream_words(key, ctr, 2)
+        drawn = philox.random_crop_windows(shapes, words, tuple(area), tuple(ratio), attempts)
+        found = [w if v else None for w, v in zip(drawn, valid.tolist())]
+    for i in [i for i, w in enumerate(found) if w is None]:
+        found[i] = _window(int(shapes[i, 0]), int(shapes[i, 1]), args, ctx.rng(i))
+    return [tuple(w) for w in np.asarray(found, np.float64).reshape(n, 4).tolist()]
+
+
+def _window(h: int, w: int, args: Any, rng: Any) -> tuple:
+    return random_crop_window(
+        h,
+        w,
+        area=args["random_area"],
+        aspect_ratio=args["random_aspect_ratio"],
+        num_attempts=args["num_attempts"],
+        rng=rng,
+    )
+
+
+_windows_check: list[bool] = []
+
+
+def _vectorized_windows_ok() -> bool:
+    """Whether the batch draw agrees with the per-sample one on this machine (checked once).
+
+    The arithmetic is IEEE and ``math.exp`` is the scalar one, so it agrees wherever
+    tested; a platform whose floating point differs falls back instead of drifting.
+    """
+    if not _windows_check:
+        rng = np.random.default_rng(1)
+        shapes = np.stack([rng.integers(64, 1024, 64), rng.integers(64, 1024, 64)], 1)
+        meta = [{"sample_key": (i, 3)} for i in range(64)]
+        key, ctr = philox.sample_counters(7, 5, 0, 0, meta)
+        words = philox.stream_words(key, ctr, 2)
+        drawn = philox.random_crop_windows(shapes, words, (0.08, 1.0), (0.75, 4 / 3), 10)
+        ok = True
+        for i, w in enumerate(drawn):
+            ref = random_crop_window(
+                int(shapes[i, 0]), int(shapes[i, 1]), rng=sample_generator(7, 5, 0, 0, i, meta[i])
+            )
+            ok &= w is None or tuple(w) == tuple(ref)
+        _windows_check.append(ok)
+    return _windows_check[0]
+
+
+def image_random_crop_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
+    return decode_mixed(inputs, args, ctx, lambda s: (random_crop_windows(s, args, ctx), {}))
+
+
+def image_window_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
+    """decoders.image_crop / image_slice with device="mixed": each window decoded as an ROI."""
+
+    def windows(shapes: np.ndarray) -> tuple[list, dict]:
+        rois: list = [None] * len(shapes)
+        bad: dict = {}
+        for i, (h, w) in enumerate(shapes.tolist()):
+            try:
+                window = op.window(tuple(v[i] for v in inputs), args.sample(i))
+                y0, x0, y1, x1 = window(h, w)
+            except ValueError as e:  # the window leaves the image
+                bad[i] = str(e)
+                continue
+            rois[i] = (y0, x0, y1 - y0, x1 - x0)
+        return rois, bad
+
+    return decode_mixed(inputs, args, ctx, windows)
+
+
+def image_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
+    return decode_mixed(inputs, args, ctx)
