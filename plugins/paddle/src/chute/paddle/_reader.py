@@ -7,7 +7,8 @@ from collections.abc import Iterator as PyIterator
 from typing import Any
 
 import paddle
-from chute.paddle._iterator import DataIterator, PipelineSource
+from chute.iteration import PipelineSource
+from chute.paddle._iterator import DataIterator
 from chute.types import LastBatchPolicy
 
 

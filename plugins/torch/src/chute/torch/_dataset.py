@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch.utils.data
-from chute.iteration import Batch
-from chute.torch._iterator import DataIterator, PipelineSource
+from chute.iteration import Batch, PipelineSource
+from chute.torch._iterator import DataIterator
 from chute.types import LastBatchPolicy
 
 
