@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Callable, Sequence
+from collections.abc import Iterator as PyIterator
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from chute.types import LastBatchPolicy
 
 __all__ = [
     "Batch",
+    "Epochs",
     "FrameworkIterator",
     "Iterator",
     "LastBatchPolicy",
@@ -334,3 +336,46 @@ class FrameworkIterator(Iterator, abc.ABC):
     def convert(self, batch: Any, name: str) -> Any:
         """A pipeline output as the framework's tensor (or a list of them when ragged)."""
         return self.to_tensor(batch, self.pad_ragged, self.specs.get(name))
+
+
+class Epochs:
+    """One pipeline's iterator seen epoch by epoch: each ``iter()`` runs the next epoch.
+
+    What the plugins' datasets and readers (torch ``IterableDataset``,
+    ``tf.data``, paddle readers) iterate: the iterator is made by ``make`` on
+    first use; an epoch abandoned half-way is skipped to its end by the next
+    ``iter()``, and after ``load_state_dict`` the next ``iter()`` resumes mid-epoch.
+    """
+
+    def __init__(self, make: Callable[[], Iterator], owner: str):
+        self._make = make
+        self._owner = owner
+        self._iterator: Iterator | None = None
+        self.started = False
+
+    @property
+    def iterator(self) -> Iterator:
+        """The underlying iterator, made on first use."""
+        if self._iterator is None:
+            iterator = self._make()
+            if len(iterator.pipelines) != 1:
+                raise ValueError(f"{self._owner} takes one pipeline")
+            self._iterator = iterator
+        return self._iterator
+
+    def __iter__(self) -> PyIterator[Batch]:
+        iterator = self.iterator
+        if self.started:
+            iterator.reset()
+        self.started = True
+        for (batch,) in iterator:
+            yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The iterator's state: restoring it continues with the exact next batch."""
+        return {"iterator": self.iterator.state_dict(), "started": self.started}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` output; the next ``iter()`` resumes mid-epoch."""
+        self.iterator.load_state_dict(state["iterator"])
+        self.started = False

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from chute.iteration import Iterator, PipelineSource, empty_batch, pipelines_for_shard
+from chute.iteration import Epochs, Iterator, PipelineSource, empty_batch, pipelines_for_shard
 from chute.pipeline import Pipeline
 from chute.tf._iterator import shard_info
 from chute.types import LastBatchPolicy
@@ -19,15 +19,11 @@ class _Epochs:
     """The generator function behind the dataset: each call runs the pipeline's next epoch."""
 
     def __init__(self, iterator: Iterator):
+        self.epochs = Epochs(lambda: iterator, "chute.tf.dataset")
         self.iterator = iterator
-        self.started = False
 
     def __call__(self) -> PyIterator[tuple[np.ndarray, ...]]:
-        if self.started:
-            # a new iteration of the dataset: the next epoch (an abandoned one is skipped)
-            self.iterator.reset()
-        self.started = True
-        for (batch,) in self.iterator:
+        for batch in self.epochs:
             yield tuple(self._numpy(batch[name], name) for name in self.iterator.output_map)
 
     def _numpy(self, batch: Any, name: str) -> np.ndarray:
