@@ -13,7 +13,7 @@ import pytest
 
 import chute
 from chute import LastBatchPolicy, fn, pipeline_def, types
-from chute.iteration import FrameworkIterator
+from chute.iteration import Epochs, FrameworkIterator
 
 ROOT = Path(__file__).resolve().parents[3]
 FRAMEWORKS = ("torch", "tf", "paddle", "jax")
@@ -186,3 +186,18 @@ def test_iterator_builds_a_callable_with_its_shard(index_files):
     (batch,) = next(it)
     assert calls == [(1, 2)]
     assert batch["data"].as_array().ravel().tolist() == [5, 6, 7, 8, 9]
+
+
+def test_epochs_runs_the_next_epoch_on_each_iter(index_files):
+    epochs = Epochs(
+        lambda: chute.Iterator(reader_pipe(index_files), ["d", "l"], reader_name="Reader"), "test"
+    )
+    first = [b["d"].as_array().ravel().tolist() for b in epochs]
+    assert len(first) == 3 and first[0] == [0, 1, 2, 3]
+    half = iter(epochs)
+    next(half)  # epoch 1 abandoned after one batch
+    assert [b.real for b in epochs] == [4, 4, 2]  # epoch 2, whole
+    assert epochs.iterator.epoch == 2
+    two = Epochs(lambda: chute.Iterator([reader_pipe(index_files)] * 2, ["d", "l"]), "Two")
+    with pytest.raises(ValueError, match="Two takes one pipeline"):
+        iter(two).__next__()
