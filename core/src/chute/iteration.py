@@ -1,25 +1,35 @@
 """Framework-agnostic iteration: epochs, shards, last batches and resumable state.
 
-Every plugin wraps :class:`Iterator` and changes only how a TensorList becomes
-a framework tensor (:meth:`Iterator.convert`), so the four frameworks see the
-same batches, the same ``len()`` and the same real-sample counts.
+Every plugin's iterator is a :class:`FrameworkIterator` that sets only how a
+TensorList becomes a framework tensor (``to_tensor``) and where the shard of
+this process comes from (``shard_info``), so the four frameworks see the same
+batches, the same ``len()`` and the same real-sample counts. This module reads
+only the public surface of :class:`~chute.pipeline.Pipeline` and imports no
+framework.
 """
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable, Sequence
+from collections.abc import Iterator as PyIterator
 from typing import Any
 
 import numpy as np
 
+from chute.graph.spec import Spec
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
 
 __all__ = [
     "Batch",
+    "Epochs",
+    "FrameworkIterator",
     "Iterator",
     "LastBatchPolicy",
+    "PipelineSource",
+    "as_policy",
     "empty_batch",
     "output_specs",
     "pipelines_for_shard",
@@ -45,13 +55,12 @@ def pipelines_for_shard(
     return list(pipelines)
 
 
-def output_specs(pipeline: Pipeline, output_map: Sequence[str]) -> dict[str, Any]:
+def output_specs(pipeline: Pipeline, output_map: Sequence[str]) -> dict[str, Spec]:
     """Build-time Spec (dtype, ndim, layout; None = unknown) of each named pipeline output."""
-    pipeline.build()
-    return {name: pipeline._plan.spec(node) for name, node in zip(output_map, pipeline._outputs)}
+    return dict(zip(output_map, pipeline.output_specs()))
 
 
-def empty_batch(batch: Any, spec: Any) -> np.ndarray:
+def empty_batch(batch: Any, spec: Spec | None) -> np.ndarray:
     """An empty batch (a PARTIAL batch on a short shard) with the output's build-time dtype and ndim."""
     dtype = spec.dtype if spec is not None and spec.dtype is not None else batch.dtype
     ndim = spec.ndim if spec is not None and spec.ndim is not None else batch.ndim
@@ -69,7 +78,8 @@ class Batch(dict):
     real: int = 0
 
 
-def _policy(value: Any) -> LastBatchPolicy:
+def as_policy(value: LastBatchPolicy | str) -> LastBatchPolicy:
+    """A LastBatchPolicy from itself or its name ("fill", "DROP", ...); ValueError otherwise."""
     if isinstance(value, LastBatchPolicy):
         return value
     try:
@@ -83,6 +93,8 @@ def _policy(value: Any) -> LastBatchPolicy:
 class Iterator:
     """Runs one or more pipelines (one per device) and yields a list of :class:`Batch` dicts.
 
+    ``pipelines`` is a Pipeline, a list of them, or a callable
+    ``pipeline_fn(shard_id=..., num_shards=...)`` called with :meth:`shard_info`.
     The epoch length comes from the reader named ``reader_name`` (exact,
     identical on every shard), from ``size`` (samples per epoch of this
     shard), or — with neither — from the pipeline raising StopIteration.
@@ -91,7 +103,7 @@ class Iterator:
 
     def __init__(
         self,
-        pipelines: Pipeline | Sequence[Pipeline],
+        pipelines: PipelineSource,
         output_map: Sequence[str],
         size: int = -1,
         reader_name: str | None = None,
@@ -102,6 +114,7 @@ class Iterator:
         last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
         prepare_first_batch: bool = True,
     ):
+        pipelines = pipelines_for_shard(pipelines, self.shard_info)
         self.pipelines = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
         if not self.pipelines:
             raise ValueError("Iterator: give at least one pipeline")
@@ -110,7 +123,7 @@ class Iterator:
             raise ValueError(f"Iterator: output_map has repeated names: {self.output_map}")
         if fill_last_batch is not None:  # DALI's older spelling
             last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else LastBatchPolicy.PARTIAL
-        self.policy = _policy(last_batch_policy)
+        self.policy = as_policy(last_batch_policy)
         self.auto_reset = auto_reset not in (False, "no", None)
         self.last_batch_padded = last_batch_padded
         self.reader_name = reader_name
@@ -118,14 +131,15 @@ class Iterator:
         if reader_name is not None and size > 0:
             raise ValueError("Iterator: give reader_name or size, not both")
         for pipe in self.pipelines:
-            pipe.build()
-            outputs = len(pipe._outputs)
+            outputs = len(pipe.output_specs())
             if outputs != len(self.output_map):
                 raise ValueError(
                     f"Iterator: output_map names {len(self.output_map)} outputs "
                     f"but the pipeline has {outputs}"
                 )
         self.batch_size = self.pipelines[0].batch_size
+        # what is known of each output before it runs; the first batch fills in the rest
+        self.specs = output_specs(self.pipelines[0], self.output_map)
         self._batches = self._epoch_length()
         self.epoch = 0
         self._batch_in_epoch = 0
@@ -142,12 +156,8 @@ class Iterator:
         if self.reader_name is not None:
             lengths = set()
             for pipe in self.pipelines:
-                reader = pipe._reader(self.reader_name)
-                if getattr(reader, "plan", None) is None:
-                    raise ValueError(f"Iterator: {self.reader_name!r} is not a reader with epochs")
-                if reader.plan.policy is not self.policy:
-                    pipe._reconfigure(lambda r=reader: r.set_policy(self.policy))
-                lengths.add(reader.plan.batches_per_epoch)
+                pipe.set_last_batch_policy(self.reader_name, self.policy)
+                lengths.add(pipe.reader_meta(self.reader_name)["batches_per_epoch"])
             if len(lengths) > 1:
                 raise ValueError(
                     f"Iterator: the pipelines' readers give different epoch lengths {lengths}"
@@ -197,8 +207,9 @@ class Iterator:
         results = []
         for p, pipe in enumerate(self.pipelines):
             outputs = pipe.run()
-            meta = pipe._executor.last_meta
-            real = self._real_count(meta, len(outputs[0]), p)
+            real = self._real_count(pipe.last_batch_meta(), len(outputs[0]), p)
+            if p == 0:
+                self._learn_specs(outputs)
             if self.policy is LastBatchPolicy.PARTIAL and real < len(outputs[0]):
                 outputs = tuple(o.head(real) for o in outputs)
             elif self.policy is LastBatchPolicy.FILL and len(outputs[0]) < self.batch_size:
@@ -211,6 +222,16 @@ class Iterator:
         self._batch_in_epoch += 1
         return results
 
+    def _learn_specs(self, outputs: Sequence[Any]) -> None:
+        # dtype and ndim that the build could not tell come from the first batch
+        for name, out in zip(self.output_map, outputs):
+            spec = self.specs[name]
+            if spec.dtype is None or spec.ndim is None:
+                self.specs[name] = spec.with_(
+                    dtype=out.dtype if spec.dtype is None else spec.dtype,
+                    ndim=out.ndim if spec.ndim is None else spec.ndim,
+                )
+
     def _real_count(self, meta: list[dict], n: int, pipe_index: int) -> int:
         if meta and "real" in meta[0]:
             return sum(1 for m in meta if m.get("real", True))
@@ -219,6 +240,10 @@ class Iterator:
             left = self.size - self._batch_in_epoch * per_step - pipe_index * self.batch_size
             return max(0, min(n, left))
         return n
+
+    def shard_info(self) -> tuple[int, int]:
+        """``(shard_id, num_shards)`` for a callable ``pipelines``; plugins ask their framework."""
+        return 0, 1
 
     def convert(self, batch: Any, name: str) -> Any:
         """A pipeline output as handed to the user; plugins return framework tensors."""
@@ -232,7 +257,7 @@ class Iterator:
         for pipe in self.pipelines:
             if self.reader_name is not None:
                 if not finished:
-                    pipe._seek_reader(self.reader_name, self.epoch + 1)
+                    pipe.seek_reader(self.reader_name, self.epoch + 1)
             elif self._batches is None or self._ended:
                 pipe.reset()
         self.epoch += 1
@@ -262,3 +287,95 @@ class Iterator:
         self._batch_in_epoch = state["batch_in_epoch"]
         self._ended = state["ended"]
         self._first = None
+
+
+class FrameworkIterator(Iterator, abc.ABC):
+    """The iterator every plugin subclasses: DALI's iterator arguments, framework tensors out.
+
+    A plugin sets ``to_tensor(batch, pad_ragged, spec)`` — one TensorList as its
+    tensor type (``spec``, the output's :class:`Spec`, shapes an empty PARTIAL
+    batch) — and ``shard_info()``, the ``(shard_id, num_shards)`` of this process
+    in its distributed runtime. Dense outputs are meant to come zero-copy through
+    DLPack; ragged outputs as a list of per-sample tensors, or zero-padded with
+    ``pad_ragged=True``. Each step is a list with one :class:`Batch` per pipeline.
+    """
+
+    def __init__(
+        self,
+        pipelines: PipelineSource,
+        output_map: Sequence[str],
+        size: int = -1,
+        reader_name: str | None = None,
+        auto_reset: bool | str = False,
+        fill_last_batch: bool | None = None,
+        dynamic_shape: bool = False,
+        last_batch_padded: bool = False,
+        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
+        prepare_first_batch: bool = True,
+        pad_ragged: bool = False,
+    ):
+        self.pad_ragged = pad_ragged  # before the base class converts the first batch
+        super().__init__(
+            pipelines,
+            output_map,
+            size=size,
+            reader_name=reader_name,
+            auto_reset=auto_reset,
+            fill_last_batch=fill_last_batch,
+            dynamic_shape=dynamic_shape,
+            last_batch_padded=last_batch_padded,
+            last_batch_policy=last_batch_policy,
+            prepare_first_batch=prepare_first_batch,
+        )
+
+    @staticmethod
+    @abc.abstractmethod
+    def to_tensor(batch: Any, pad_ragged: bool = False, spec: Spec | None = None) -> Any:
+        """One TensorList as the framework's tensor (or a list of them when ragged)."""
+
+    def convert(self, batch: Any, name: str) -> Any:
+        """A pipeline output as the framework's tensor (or a list of them when ragged)."""
+        return self.to_tensor(batch, self.pad_ragged, self.specs.get(name))
+
+
+class Epochs:
+    """One pipeline's iterator seen epoch by epoch: each ``iter()`` runs the next epoch.
+
+    What the plugins' datasets and readers (torch ``IterableDataset``,
+    ``tf.data``, paddle readers) iterate: the iterator is made by ``make`` on
+    first use; an epoch abandoned half-way is skipped to its end by the next
+    ``iter()``, and after ``load_state_dict`` the next ``iter()`` resumes mid-epoch.
+    """
+
+    def __init__(self, make: Callable[[], Iterator], owner: str):
+        self._make = make
+        self._owner = owner
+        self._iterator: Iterator | None = None
+        self.started = False
+
+    @property
+    def iterator(self) -> Iterator:
+        """The underlying iterator, made on first use."""
+        if self._iterator is None:
+            iterator = self._make()
+            if len(iterator.pipelines) != 1:
+                raise ValueError(f"{self._owner} takes one pipeline")
+            self._iterator = iterator
+        return self._iterator
+
+    def __iter__(self) -> PyIterator[Batch]:
+        iterator = self.iterator
+        if self.started:
+            iterator.reset()
+        self.started = True
+        for (batch,) in iterator:
+            yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The iterator's state: restoring it continues with the exact next batch."""
+        return {"iterator": self.iterator.state_dict(), "started": self.started}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` output; the next ``iter()`` resumes mid-epoch."""
+        self.iterator.load_state_dict(state["iterator"])
+        self.started = False

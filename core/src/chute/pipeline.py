@@ -12,7 +12,9 @@ from typing import Any
 from chute.executor import Executor, build_plan
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode
+from chute.graph.spec import Spec
 from chute.graph.trace import Graph
+from chute.types import LastBatchPolicy
 
 __all__ = ["Pipeline", "pipeline_def"]
 
@@ -249,6 +251,57 @@ class Pipeline:
         """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch."""
         return list(self._executor.errors) if self._built else []
 
+    # ---- what iterators and plugins read (chute.iteration, chute.torch, ...) -----------
+    def output_specs(self) -> tuple[Spec, ...]:
+        """Build-time dtype, ndim and layout of each output, in order (None = known at run time)."""
+        self.build()
+        return tuple(self._plan.spec(node) for node in self._outputs)
+
+    def last_batch_meta(self) -> list[dict[str, Any]]:
+        """Per-sample metadata of the batch that ``run()`` returned last, one dict per sample.
+
+        Readers fill ``source_info``, ``index``, ``epoch`` and ``real`` (False for
+        samples that pad a shard's last batch); other sources may leave the dicts empty.
+        """
+        return list(self._executor.last_meta) if self._built else []
+
+    def external_source_names(self) -> list[str]:
+        """Names of the ``external_source`` operators that take ``feed_input()`` (no ``source``)."""
+        if self._outputs is None:  # legacy define_graph(): trace it
+            self.build()
+        return [
+            node.name
+            for node in self._graph.nodes
+            if getattr(node.op, "feedable", False) and node.arg("source") is None
+        ]
+
+    def set_last_batch_policy(self, reader_name: str, policy: LastBatchPolicy) -> None:
+        """Lay out the epochs of reader ``reader_name`` for an iterator's last-batch policy.
+
+        ``reader_meta(reader_name)["batches_per_epoch"]`` follows the policy; the
+        reader keeps its position (batches read ahead are read again).
+        """
+        reader = self._reader(reader_name)
+        plan = getattr(reader, "plan", None)
+        if plan is None:
+            raise ValueError(f"{reader_name!r} is not a reader with epochs")
+        if plan.policy is policy:
+            return
+        ex = self._executor
+        epoch, iteration = ex.last_position
+        ex.restore(epoch, iteration, dict(ex.last_states))  # no work in flight while it changes
+        reader.set_policy(policy)
+
+    def seek_reader(self, reader_name: str, epoch: int) -> None:
+        """Move reader ``reader_name`` to the start of ``epoch`` (an iterator's reset mid-epoch)."""
+        self._reader(reader_name)  # builds; KeyError naming the readers if there is no such one
+        ex = self._executor
+        node = next(n for n in self._plan.sources if n.name == reader_name)
+        states = dict(ex.last_states)
+        states[node.id] = {"epoch": epoch, "batch_index": 0}
+        pos_epoch, iteration = ex.last_position
+        ex.restore(pos_epoch, iteration, states)
+
     # ---- seeing the pipeline: graph, statistics (chute.visualize, chute.executor.stats) --
     def graph(self, path: str | None = None, format: str = "dot") -> str:
         """The operator graph as DOT text; with ``path``, also write it (.dot, .png, .svg, .pdf)."""
@@ -296,23 +349,6 @@ class Pipeline:
             )
         states = {ids[k]: v for k, v in state["sources"].items()}
         self._executor.restore(state["epoch"], state["iteration"], states)
-
-    def _reconfigure(self, change: Any) -> None:
-        """Apply ``change`` to the sources with no work in flight, keeping the position."""
-        self.build()
-        ex = self._executor
-        epoch, iteration = ex.last_position
-        ex.restore(epoch, iteration, dict(ex.last_states))
-        change()
-
-    def _seek_reader(self, name: str, epoch: int) -> None:
-        """Move a reader to the start of ``epoch`` (an iterator's reset mid-epoch)."""
-        ex = self._executor
-        node = next(n for n in self._plan.sources if n.name == name)
-        states = dict(ex.last_states)
-        states[node.id] = {"epoch": epoch, "batch_index": 0}
-        pos_epoch, iteration = ex.last_position
-        ex.restore(pos_epoch, iteration, states)
 
     def close(self) -> None:
         """Stop worker threads and close files; the pipeline cannot run afterwards."""

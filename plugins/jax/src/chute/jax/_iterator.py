@@ -9,7 +9,14 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from chute.iteration import Batch, Iterator, PipelineSource, pipelines_for_shard
+from chute.iteration import (
+    Batch,
+    Iterator,
+    PipelineSource,
+    as_policy,
+    empty_batch,
+    pipelines_for_shard,
+)
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
 
@@ -77,6 +84,8 @@ class DataIterator(Iterator):
     ``pad_ragged=True`` (required with ``sharding``).
     """
 
+    shard_info = staticmethod(shard_info)
+
     def __init__(
         self,
         pipelines: PipelineSource,
@@ -90,7 +99,7 @@ class DataIterator(Iterator):
         sharding: jax.sharding.Sharding | None = None,
         pad_ragged: bool = False,
     ):
-        pipelines = pipelines_for_shard(pipelines, shard_info)
+        pipelines = pipelines_for_shard(pipelines, self.shard_info)
         pipes = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
         self.sharding = sharding
         self.pad_ragged = pad_ragged
@@ -104,9 +113,7 @@ class DataIterator(Iterator):
                     f"DataIterator: the sharding splits the batch over {len(self._devices)} "
                     f"devices of this process but {len(pipes)} pipelines were given"
                 )
-            if LastBatchPolicy(getattr(last_batch_policy, "value", last_batch_policy)) is (
-                LastBatchPolicy.PARTIAL
-            ):
+            if as_policy(last_batch_policy) is LastBatchPolicy.PARTIAL:
                 raise ValueError(
                     "DataIterator: sharding needs equal slices: use LastBatchPolicy.FILL or DROP"
                 )
@@ -120,10 +127,6 @@ class DataIterator(Iterator):
             last_batch_policy=last_batch_policy,
             prepare_first_batch=prepare_first_batch,
         )
-        self._specs = {
-            name: self.pipelines[0]._plan.spec(node)
-            for name, node in zip(self.output_map, self.pipelines[0]._outputs)
-        }
 
     def __next__(self) -> Batch:
         if self._peeked is not None:
@@ -159,11 +162,8 @@ class DataIterator(Iterator):
             raise RuntimeError("state_dict() after peek(): take the peeked batch first")
         return super().state_dict()
 
-    def convert(self, batch: Any, name: str) -> Any:
-        # jax arrays are made per step in _assemble, where the device of each pipeline is known
-        return batch
-
     def _assemble(self, per_pipeline: list[Batch]) -> Batch:
+        # jax arrays are made here, per step, where the device of each pipeline is known
         out = Batch()
         out.real = sum(b.real for b in per_pipeline)
         for name in self.output_map:
@@ -196,8 +196,4 @@ class DataIterator(Iterator):
     def _dense(self, name: str, batch: Any) -> Any:
         if len(batch):
             return batch
-        # an empty PARTIAL batch: dtype and ndim from the build-time spec
-        spec = self._specs[name]
-        dtype = spec.dtype if spec.dtype is not None else batch.dtype
-        ndim = spec.ndim if spec.ndim is not None else batch.ndim
-        return np.empty((0,) * (ndim + 1), dtype=dtype)
+        return empty_batch(batch, self.specs[name])  # an empty PARTIAL batch

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import paddle
-from chute.iteration import (
-    Iterator,
-    PipelineSource,
-    empty_batch,
-    output_specs,
-    pipelines_for_shard,
-)
-from chute.pipeline import Pipeline
-from chute.types import LastBatchPolicy
+from chute.iteration import FrameworkIterator, PipelineSource, empty_batch
 
 
 def shard_info() -> tuple[int, int]:
@@ -24,11 +15,6 @@ def shard_info() -> tuple[int, int]:
     import paddle.distributed as dist
 
     return dist.get_rank(), dist.get_world_size()
-
-
-def build_pipelines(pipelines: PipelineSource) -> Pipeline | list[Pipeline]:
-    """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` for this rank's shard."""
-    return pipelines_for_shard(pipelines, shard_info)
 
 
 def _from_dlpack(array: Any) -> paddle.Tensor:
@@ -59,7 +45,7 @@ def to_paddle(
     return out
 
 
-class DataIterator(Iterator):
+class DataIterator(FrameworkIterator):
     """Yields, like DALI's ``DALIGenericIterator``, a list with one dict of paddle.Tensors per pipeline.
 
     ``pipelines`` is a Pipeline, a list (one per device), or a callable
@@ -67,43 +53,12 @@ class DataIterator(Iterator):
     shard from :func:`shard_info` (paddle.distributed rank / world size).
     Dense outputs share the batch's memory (DLPack); ragged outputs come as a
     list of per-sample tensors, or zero-padded with ``pad_ragged=True``.
-    Each dict is a :class:`chute.Batch` (``.real`` = real samples).
+    Each dict is a :class:`chute.Batch` (``.real`` = real samples). The
+    arguments are :class:`chute.iteration.FrameworkIterator`'s.
     """
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        output_map: Sequence[str],
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-        pad_ragged: bool = False,
-    ):
-        self.pad_ragged = pad_ragged
-        pipelines = build_pipelines(pipelines)
-        first = pipelines if isinstance(pipelines, Pipeline) else pipelines[0]
-        self.specs = output_specs(first, output_map)
-        super().__init__(
-            pipelines,
-            output_map,
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
-
-    def convert(self, batch: Any, name: str) -> paddle.Tensor | list[paddle.Tensor]:
-        """A pipeline output as a paddle.Tensor (or a list of them when ragged)."""
-        return to_paddle(batch, self.pad_ragged, self.specs.get(name))
+    shard_info = staticmethod(shard_info)
+    to_tensor = staticmethod(to_paddle)
 
 
 class ClassificationIterator(DataIterator):

@@ -2,51 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from collections.abc import Iterator as PyIterator
 from typing import Any
 
 import paddle
-from chute.paddle._iterator import DataIterator, PipelineSource
+from chute.iteration import Epochs, PipelineSource
+from chute.paddle._iterator import DataIterator
 from chute.types import LastBatchPolicy
 
 
-class _Epochs:
-    """Runs one epoch of the iterator per call; a later call continues with the next epoch."""
+class _Tuples:
+    """A generator function: each call yields the next epoch as tuples in ``output_map`` order."""
 
-    def __init__(self, args: dict[str, Any], as_tuple: bool):
-        self.args = args
-        self.as_tuple = as_tuple
-        self._iterator: DataIterator | None = None
-        self.started = False
+    def __init__(self, epochs: Epochs, output_map: Sequence[str]):
+        self.epochs = epochs
+        self.output_map = list(output_map)
 
-    @property
-    def iterator(self) -> DataIterator:
-        if self._iterator is None:
-            self._iterator = DataIterator(**self.args)
-            if len(self._iterator.pipelines) != 1:
-                raise ValueError("a chute paddle reader takes one pipeline")
-        return self._iterator
-
-    def __call__(self) -> PyIterator[Any]:
-        iterator = self.iterator
-        if self.started:
-            iterator.reset()
-        self.started = True
-        for (batch,) in iterator:
-            yield tuple(batch[name] for name in iterator.output_map) if self.as_tuple else batch
+    def __call__(self) -> PyIterator[tuple[paddle.Tensor, ...]]:
+        for batch in self.epochs:
+            yield tuple(batch[name] for name in self.output_map)
 
 
-def _args(pipeline, output_map, size, reader_name, last_batch_policy, pad_ragged) -> dict:
-    return dict(
-        pipelines=pipeline,
-        output_map=output_map,
-        size=size,
-        reader_name=reader_name,
-        last_batch_policy=last_batch_policy,
-        pad_ragged=pad_ragged,
-        prepare_first_batch=False,
-    )
+def _tuples(
+    owner: str, pipeline: PipelineSource, output_map: Sequence[str], **args: Any
+) -> _Tuples:
+    make = functools.partial(DataIterator, pipeline, output_map, prepare_first_batch=False, **args)
+    return _Tuples(Epochs(make, owner), output_map)
 
 
 def reader(
@@ -64,8 +47,14 @@ def reader(
     ``paddle.io.DataLoader.from_generator(...).set_batch_generator(reader)``
     and plain training loops take; the next call continues with the next epoch.
     """
-    return _Epochs(
-        _args(pipeline, output_map, size, reader_name, last_batch_policy, pad_ragged), as_tuple=True
+    return _tuples(
+        "a chute paddle reader",
+        pipeline,
+        output_map,
+        size=size,
+        reader_name=reader_name,
+        last_batch_policy=last_batch_policy,
+        pad_ragged=pad_ragged,
     )
 
 
@@ -89,14 +78,19 @@ class IterableDataset(paddle.io.IterableDataset):
         last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
         pad_ragged: bool = True,
     ):
-        self._epochs = _Epochs(
-            _args(pipeline, output_map, size, reader_name, last_batch_policy, pad_ragged),
-            as_tuple=True,
+        self._generate = _tuples(
+            "IterableDataset",
+            pipeline,
+            output_map,
+            size=size,
+            reader_name=reader_name,
+            last_batch_policy=last_batch_policy,
+            pad_ragged=pad_ragged,
         )
 
     def __iter__(self) -> PyIterator[tuple[paddle.Tensor, ...]]:
-        return self._epochs()
+        return self._generate()
 
     def __len__(self) -> int:
         """Batches per epoch (needs ``reader_name`` or ``size``)."""
-        return len(self._epochs.iterator)
+        return len(self._generate.epochs.iterator)

@@ -9,32 +9,27 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from chute.iteration import Iterator, PipelineSource, empty_batch, output_specs
+from chute.iteration import Epochs, Iterator, PipelineSource, empty_batch, pipelines_for_shard
 from chute.pipeline import Pipeline
-from chute.tf._iterator import build_pipelines
+from chute.tf._iterator import shard_info
 from chute.types import LastBatchPolicy
 
 
 class _Epochs:
     """The generator function behind the dataset: each call runs the pipeline's next epoch."""
 
-    def __init__(self, iterator: Iterator, specs: dict[str, Any]):
+    def __init__(self, iterator: Iterator):
+        self.epochs = Epochs(lambda: iterator, "chute.tf.dataset")
         self.iterator = iterator
-        self.specs = specs
-        self.started = False
 
     def __call__(self) -> PyIterator[tuple[np.ndarray, ...]]:
-        if self.started:
-            # a new iteration of the dataset: the next epoch (an abandoned one is skipped)
-            self.iterator.reset()
-        self.started = True
-        for (batch,) in self.iterator:
+        for batch in self.epochs:
             yield tuple(self._numpy(batch[name], name) for name in self.iterator.output_map)
 
     def _numpy(self, batch: Any, name: str) -> np.ndarray:
         batch = batch.as_cpu()
         if len(batch) == 0:
-            return empty_batch(batch, self.specs[name])
+            return empty_batch(batch, self.iterator.specs[name])
         return batch.as_padded() if not batch.is_dense_tensor() else batch.as_array()
 
 
@@ -68,11 +63,11 @@ def dataset(
     ``strategy.distribute_datasets_from_function(lambda ctx: dataset(fn, ...,
     input_context=ctx))`` gives each input pipeline its own shard.
     """
-    pipe = build_pipelines(pipeline, input_context)
+    pipe = pipelines_for_shard(pipeline, lambda: shard_info(input_context))
     if not isinstance(pipe, Pipeline):
         raise TypeError("chute.tf.dataset takes one pipeline (or a callable that makes one)")
-    specs = output_specs(pipe, output_map)
-    unknown = any(s.dtype is None or s.ndim is None for s in specs.values())
+    specs = pipe.output_specs()
+    unknown = any(s.dtype is None or s.ndim is None for s in specs)
     iterator = Iterator(
         pipe,
         output_map,
@@ -83,12 +78,7 @@ def dataset(
         # a first batch tells dtypes and ranks that the build could not
         prepare_first_batch=unknown,
     )
-    if unknown:
-        (first,) = iterator._first
-        specs = {
-            name: s.with_(dtype=first[name].dtype, ndim=first[name].ndim)
-            for name, s in specs.items()
-        }
+    specs = iterator.specs  # with what the first batch told
     known_batch = iterator.policy is not LastBatchPolicy.PARTIAL
     batch_dim = pipe.batch_size if known_batch else None
     shapes = [tf.TensorShape((batch_dim, *[None] * specs[name].ndim)) for name in output_map]
@@ -105,7 +95,7 @@ def dataset(
         tf.TensorSpec(shape, tf.as_dtype(specs[name].dtype), name)
         for shape, name in zip(shapes, output_map)
     )
-    ds = tf.data.Dataset.from_generator(_Epochs(iterator, specs), output_signature=signature)
+    ds = tf.data.Dataset.from_generator(_Epochs(iterator), output_signature=signature)
     try:
         ds = ds.apply(tf.data.experimental.assert_cardinality(len(iterator)))
     except TypeError:

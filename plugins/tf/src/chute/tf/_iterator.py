@@ -8,15 +8,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from chute.iteration import (
-    Iterator,
-    PipelineSource,
-    empty_batch,
-    output_specs,
-    pipelines_for_shard,
-)
-from chute.pipeline import Pipeline
-from chute.types import LastBatchPolicy
+from chute.iteration import FrameworkIterator, PipelineSource, empty_batch
 
 
 def shard_info(input_context: tf.distribute.InputContext | None = None) -> tuple[int, int]:
@@ -24,13 +16,6 @@ def shard_info(input_context: tf.distribute.InputContext | None = None) -> tuple
     if input_context is None:
         return 0, 1
     return input_context.input_pipeline_id, input_context.num_input_pipelines
-
-
-def build_pipelines(
-    pipelines: PipelineSource, input_context: tf.distribute.InputContext | None = None
-) -> Pipeline | list[Pipeline]:
-    """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` for this input pipeline."""
-    return pipelines_for_shard(pipelines, lambda: shard_info(input_context))
 
 
 _TF_ALIGNMENT = 64  # bytes; Eigen's requirement for CPU tensors
@@ -69,48 +54,30 @@ def to_tf(batch: Any, pad_ragged: bool = False, spec: Any = None) -> tf.Tensor |
     )
 
 
-class DataIterator(Iterator):
+class DataIterator(FrameworkIterator):
     """Yields, like DALI's generic iterators, a list with one dict of tf.Tensors per pipeline.
 
     ``pipelines`` may be a callable ``pipeline_fn(shard_id=..., num_shards=...)``
     built with the shard of ``input_context`` (a ``tf.distribute.InputContext``).
     Dense outputs come through DLPack; ragged outputs as a list of per-sample
     tensors, or zero-padded with ``pad_ragged=True``. Each dict is a
-    :class:`chute.Batch` (``.real`` = real samples).
+    :class:`chute.Batch` (``.real`` = real samples). The other arguments are
+    :class:`chute.iteration.FrameworkIterator`'s.
     """
+
+    to_tensor = staticmethod(to_tf)
 
     def __init__(
         self,
         pipelines: PipelineSource,
         output_map: Sequence[str],
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-        pad_ragged: bool = False,
+        *args: Any,
         input_context: tf.distribute.InputContext | None = None,
+        **kwargs: Any,
     ):
-        self.pad_ragged = pad_ragged
-        pipelines = build_pipelines(pipelines, input_context)
-        first = pipelines if isinstance(pipelines, Pipeline) else pipelines[0]
-        self.specs = output_specs(first, output_map)
-        super().__init__(
-            pipelines,
-            output_map,
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
+        self.input_context = input_context
+        super().__init__(pipelines, output_map, *args, **kwargs)
 
-    def convert(self, batch: Any, name: str) -> tf.Tensor | list[tf.Tensor]:
-        """A pipeline output as a tf.Tensor (or a list of them when ragged)."""
-        return to_tf(batch, self.pad_ragged, self.specs.get(name))
+    def shard_info(self) -> tuple[int, int]:
+        """This input pipeline's ``(shard_id, num_shards)`` in ``input_context``, else (0, 1)."""
+        return shard_info(self.input_context)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch.utils.data
-from chute.iteration import Batch
-from chute.torch._iterator import DataIterator, PipelineSource
+from chute.iteration import Batch, Epochs, PipelineSource
+from chute.torch._iterator import DataIterator
 from chute.types import LastBatchPolicy
 
 
@@ -34,39 +34,31 @@ class IterableDataset(torch.utils.data.IterableDataset):
         last_batch_padded: bool = False,
         pad_ragged: bool = False,
     ):
-        self._args: dict[str, Any] = dict(
-            pipelines=pipeline,
-            output_map=output_map,
-            size=size,
-            reader_name=reader_name,
-            last_batch_policy=last_batch_policy,
-            last_batch_padded=last_batch_padded,
-            pad_ragged=pad_ragged,
-            prepare_first_batch=False,
+        self._epochs = Epochs(
+            lambda: DataIterator(
+                pipeline,
+                output_map,
+                size=size,
+                reader_name=reader_name,
+                last_batch_policy=last_batch_policy,
+                last_batch_padded=last_batch_padded,
+                pad_ragged=pad_ragged,
+                prepare_first_batch=False,
+            ),
+            "IterableDataset",
         )
-        self._iterator: DataIterator | None = None
-        self._started = False
 
     @property
     def iterator(self) -> DataIterator:
         """The underlying :class:`DataIterator`, built on first use."""
-        if self._iterator is None:
-            self._iterator = DataIterator(**self._args)
-            if len(self._iterator.pipelines) != 1:
-                raise ValueError("IterableDataset takes one pipeline")
-        return self._iterator
+        return self._epochs.iterator
 
     def __iter__(self) -> PyIterator[Batch]:
         if torch.utils.data.get_worker_info() is not None:
             raise RuntimeError(
                 "chute.torch.IterableDataset runs its own threads: use DataLoader(num_workers=0)"
             )
-        iterator = self.iterator
-        if self._started:
-            iterator.reset()
-        self._started = True
-        for (batch,) in iterator:
-            yield batch
+        return iter(self._epochs)
 
     def __len__(self) -> int:
         """Batches per epoch (needs ``reader_name`` or ``size``)."""
@@ -74,9 +66,8 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     def state_dict(self) -> dict[str, Any]:
         """The iterator's state: restore it to continue with the exact next batch."""
-        return {"iterator": self.iterator.state_dict(), "started": self._started}
+        return self._epochs.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state_dict` output; the next ``iter()`` resumes mid-epoch."""
-        self.iterator.load_state_dict(state["iterator"])
-        self._started = False
+        self._epochs.load_state_dict(state)

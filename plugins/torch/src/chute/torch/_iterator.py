@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import torch
-from chute.iteration import (
-    Iterator,
-    PipelineSource,
-    empty_batch,
-    output_specs,
-    pipelines_for_shard,
-)
-from chute.pipeline import Pipeline
-from chute.types import LastBatchPolicy
+from chute.iteration import FrameworkIterator, PipelineSource, empty_batch
 
 
 def shard_info() -> tuple[int, int]:
@@ -31,11 +22,6 @@ def shard_info() -> tuple[int, int]:
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     return 0, 1
-
-
-def build_pipelines(pipelines: PipelineSource) -> Pipeline | list[Pipeline]:
-    """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` for this rank's shard."""
-    return pipelines_for_shard(pipelines, shard_info)
 
 
 def to_torch(
@@ -58,7 +44,7 @@ def to_torch(
     return out
 
 
-class DataIterator(Iterator):
+class DataIterator(FrameworkIterator):
     """Yields, like DALI's ``DALIGenericIterator``, a list with one dict of torch.Tensors per pipeline.
 
     ``pipelines`` is a Pipeline, a list of them (one per device), or a
@@ -71,44 +57,12 @@ class DataIterator(Iterator):
     copy, same device). Ragged outputs (samples of different shapes) become a
     list of per-sample tensors, or with ``pad_ragged=True`` one zero-padded
     tensor. Each dict is a :class:`chute.Batch`: ``batch.real`` counts its
-    real samples (the rest is FILL padding).
+    real samples (the rest is FILL padding). The arguments are
+    :class:`chute.iteration.FrameworkIterator`'s.
     """
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        output_map: Sequence[str],
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-        pad_ragged: bool = False,
-    ):
-        # set before the base class converts the first batch
-        self.pad_ragged = pad_ragged
-        pipelines = build_pipelines(pipelines)
-        first = pipelines if isinstance(pipelines, Pipeline) else pipelines[0]
-        self.specs = output_specs(first, output_map)
-        super().__init__(
-            pipelines,
-            output_map,
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
-
-    def convert(self, batch: Any, name: str) -> torch.Tensor | list[torch.Tensor]:
-        """A pipeline output as a torch.Tensor (or a list of them when ragged)."""
-        return to_torch(batch, self.pad_ragged, self.specs.get(name))
+    shard_info = staticmethod(shard_info)
+    to_tensor = staticmethod(to_torch)
 
 
 class ClassificationIterator(DataIterator):

@@ -61,11 +61,12 @@ class SampleRef:
 class BatchRef:
     """A collated batch of SampleRefs; ``Server.produce_data`` turns it into outputs."""
 
-    __slots__ = ("_announce", "client", "seqs", "server")
+    __slots__ = ("announce", "client", "seqs", "server")
 
     def __init__(self, server: str, client: str, seqs: tuple[int, ...]):
         self.server, self.client, self.seqs = server, client, tuple(seqs)
-        self._announce = False
+        # collated outside the worker that sent the samples: the main process tells the server
+        self.announce = False
 
     @property
     def key(self) -> tuple:
@@ -166,7 +167,7 @@ def _collate_refs(batch: list[SampleRef], *, collate_fn_map: Any = None) -> Batc
         client.send(("batch", client_id, seqs))
     ref = BatchRef(token, client_id, seqs)
     if client is None or client.id != client_id:  # collated elsewhere: the main process announces
-        ref._announce = True  # type: ignore[attr-defined]
+        ref.announce = True
     return ref
 
 
@@ -184,20 +185,13 @@ class Server:
     """
 
     def __init__(self, pipeline: Any, timeout: float | None = 300.0):
-        from chute.ops.external_source import ExternalSource
-
         self.pipeline = pipeline
         self.timeout = timeout
-        nodes = [
-            n
-            for n in pipeline._graph.nodes
-            if isinstance(n.op, ExternalSource) and n.arg("source") is None
-        ]
-        if not nodes:
+        self.names = tuple(pipeline.external_source_names())
+        if not self.names:
             raise ValueError(
                 "the pipeline has no fn.external_source(name=...) without a source to feed"
             )
-        self.names = tuple(n.name for n in nodes)
         self._token = os.urandom(8).hex()
         self._authkey = os.urandom(16)
         self._listener: Listener | None = None
@@ -321,7 +315,7 @@ class Server:
         return tuple(to_torch(out) for out in pipe.run())
 
     def _wait(self, ref: BatchRef) -> Any:
-        if getattr(ref, "_announce", False):
+        if ref.announce:
             self._groups.put(ref.key)
         with self._cond:
             ok = self._cond.wait_for(
