@@ -176,6 +176,7 @@ def test_torch_python_function_on_the_gpu_gets_cuda_tensors():
     (y,) = pipe.run()
     out = y.as_cpu().as_array()
     pipe.close()
-    assert seen == ["cuda"] * 3
+    # the pipeline may have computed the next batch ahead (prefetch): whole batches of cuda
+    assert seen and len(seen) % 3 == 0 and set(seen) == {"cuda"}, seen
     want = np.stack([(np.arange(4, dtype=np.float32) + i)[::-1] * 2 for i in range(3)])
     np.testing.assert_array_equal(out, want)
