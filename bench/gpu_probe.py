@@ -25,7 +25,7 @@ import chute.gpu.batches as gpu_batches
 import chute.gpu.runtime as runtime
 import chute.ops.readers.file as file_reader
 from chute import Iterator, LastBatchPolicy
-from chute.benchmark.pipelines import train_pipeline
+from chute.tools.benchmark.pipelines import train_pipeline
 
 REAL_READ = file_reader.FileSource.read
 REAL_FUSE = file_reader.FileReader.fuse

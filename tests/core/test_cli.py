@@ -7,7 +7,7 @@ import json
 import pytest
 from PIL import Image
 
-from chute.cli import main
+from chute.tools.cli import main
 
 pytest.importorskip("skimage")  # the demo's photographs; installed by the nox core session
 
@@ -43,7 +43,7 @@ def test_demo_makes_data_runs_an_epoch_and_draws_a_labelled_grid(tmp_path, capsy
 
 
 def test_bench_prints_the_table_and_writes_json_and_png(tmp_path, capsys):
-    from chute.sample_data import make_imagenet_like
+    from chute.tools.sample_data import make_imagenet_like
 
     data = make_imagenet_like(str(tmp_path / "data"), n=64, jobs=2)
     record = tmp_path / "r.json"

@@ -249,10 +249,10 @@ class Pipeline:
         """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch."""
         return list(self._executor.errors) if self._built else []
 
-    # ---- seeing the pipeline: graph, statistics (chute.visualize, chute.executor.stats) --
+    # ---- seeing the pipeline: graph, statistics (chute.graph.dot, chute.executor.stats) --
     def graph(self, path: str | None = None, format: str = "dot") -> str:
         """The operator graph as DOT text; with ``path``, also write it (.dot, .png, .svg, .pdf)."""
-        from chute.visualize import graph_dot, render_dot
+        from chute.graph.dot import graph_dot, render_dot
 
         if self._outputs is None:  # legacy define_graph(): trace it
             self.build()

@@ -10,8 +10,8 @@ import sys
 import pytest
 from _bad_corpus import build_corpus, encode, restore_permissions, rgb
 
-from chute import check as check_module
-from chute.cli import main
+from chute.tools import check as check_module
+from chute.tools.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_usage_errors_exit_two(corpus, tmp_path, capsys):
 def test_command_line_with_progress_bar(corpus):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     result = subprocess.run(
-        [sys.executable, "-m", "chute.cli", "check", str(corpus.root), "-r", "-j", "2"],
+        [sys.executable, "-m", "chute.tools.cli", "check", str(corpus.root), "-r", "-j", "2"],
         capture_output=True,
         text=True,
         env=env,

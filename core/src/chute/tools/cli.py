@@ -27,9 +27,9 @@ def _demo(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from chute import Iterator, LastBatchPolicy
-    from chute.benchmark.pipelines import MEAN, STD, train_pipeline
-    from chute.sample_data import make_imagenet_like
-    from chute.show import show_batch
+    from chute.tools.benchmark.pipelines import MEAN, STD, train_pipeline
+    from chute.tools.sample_data import make_imagenet_like
+    from chute.tools.show import show_batch
 
     device = _device(args.device)
     data = make_imagenet_like(args.data, n=args.n, progress=True)
@@ -64,7 +64,7 @@ def _framework_feed(name: str, data: str, args: argparse.Namespace) -> str:
     """One batch of the same pipeline through a framework plugin, described in a line."""
     import importlib
 
-    from chute.benchmark.pipelines import train_pipeline
+    from chute.tools.benchmark.pipelines import train_pipeline
 
     try:
         plugin = importlib.import_module(f"chute.{name}")
@@ -86,8 +86,8 @@ def _framework_feed(name: str, data: str, args: argparse.Namespace) -> str:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from chute.benchmark import run_benchmark
-    from chute.sample_data import make_imagenet_like
+    from chute.tools.benchmark import run_benchmark
+    from chute.tools.sample_data import make_imagenet_like
 
     data = args.data or make_imagenet_like(DEFAULT_DATA, n=args.n, progress=True)
     systems = args.systems.split(",") if args.systems else None
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--png", default=None)
     bench.set_defaults(run=_bench)
 
-    from chute.check import add_parser as add_check_parser
+    from chute.tools.check import add_parser as add_check_parser
 
     add_check_parser(sub)  # chute check PATH [--recursive] [--jobs N] [--all] [--json]
 
