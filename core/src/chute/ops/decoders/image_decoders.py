@@ -29,6 +29,7 @@ from chute.runtime.crop_window import (
     stream_crop_window,
 )
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.tuning import current as current_tuning
 from chute.types import to_dtype
 
 _ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
@@ -58,7 +59,7 @@ class ScaledRegion(np.ndarray):
 class _DecodeSettings:
     """A decoder node's constant arguments, read once at build time (``ctx.state``)."""
 
-    __slots__ = ("adjust_orientation", "downscale_to", "dtype", "node", "output_type")
+    __slots__ = ("adjust_orientation", "downscale_to", "dtype", "node", "output_type", "tuning")
 
     def __init__(self, node: OpNode):
         self.node = node
@@ -67,6 +68,8 @@ class _DecodeSettings:
         self.adjust_orientation = bool(node.arg("adjust_orientation"))
         # set by fuse() at build: decode at a reduced DCT scale for the resize after
         self.downscale_to = getattr(node, "downscale_to", None)
+        # made at build (setup): the Tuning the pipeline is built with, for the batch steps
+        self.tuning = current_tuning()
 
 
 class _RandomCropSettings(_DecodeSettings):
@@ -154,7 +157,7 @@ class _DecoderBase(Operator):
 
     def run_batch(self, inputs: list, args: Any, ctx: Any) -> list:
         # on the CPU the executor runs the decoders batch-wise (see fuse, batch_decode.py)
-        return batch_decode.run_batch(self, inputs, args, ctx)
+        return batch_decode.run_batch(self, inputs, args, ctx, self._settings(ctx).tuning.max_chunk)
 
 
 def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) -> tuple:
