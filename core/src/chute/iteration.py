@@ -8,6 +8,7 @@ same batches, the same ``len()`` and the same real-sample counts.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -167,6 +168,8 @@ class Iterator:
         return self._batches
 
     # ---- iteration -------------------------------------------------------------------------
+    _warned_ended = False  # warned once that an ended epoch is iterated again without reset
+
     def __iter__(self) -> Iterator:
         return self
 
@@ -175,6 +178,13 @@ class Iterator:
             batch, self._first = self._first, None
             return batch
         if self._ended:
+            if not self.auto_reset and not self._warned_ended:
+                self._warned_ended = True
+                warnings.warn(
+                    "Iterator: the epoch has ended and auto_reset is off, so this is an empty "
+                    "epoch; call reset() before iterating again, or pass auto_reset=True",
+                    stacklevel=2,
+                )
             self._end_epoch()
         return self._step_or_end()
 
