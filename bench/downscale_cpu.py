@@ -29,9 +29,9 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from chute.benchmark.pipelines import endless_batches
-from chute.benchmark.runner import machine_info, time_system
-from chute.benchmark.systems import files_of, rrc_window
+from chute.tools.benchmark.pipelines import endless_batches
+from chute.tools.benchmark.runner import machine_info, time_system
+from chute.tools.benchmark.systems import files_of, rrc_window
 
 
 def make_photos(root: str, count: int, height: int, width: int) -> None:

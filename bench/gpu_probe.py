@@ -3,6 +3,7 @@
     python bench/gpu_probe.py DATA_DIR OUT.json LANES,HW_LOAD,HW_ROI,MAX_DECODERS,MODE[,KEY=VALUE...] ...
 
 KEY=VALUE: BatchDecoder options, or switch=MS (the switch interval decoders set; none).
+Each configuration is a chute.runtime.tuning.Tuning that the measured pipeline is built with.
 MODE: defer (readers.file default: helper processes read the files), procN (N of them),
 mmap (this process's reader thread
 maps the files), read (the reader reads them), ext (encoded bytes cached in memory
@@ -20,12 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import cupy
 
-import chute.executor.lanes as lanes
-import chute.gpu.batches as gpu_batches
 import chute.gpu.runtime as runtime
 import chute.ops.readers.file as file_reader
 from chute import Iterator, LastBatchPolicy
-from chute.benchmark.pipelines import train_pipeline
+from chute.runtime import tuning
+from chute.tools.benchmark.pipelines import train_pipeline
 
 REAL_READ = file_reader.FileSource.read
 REAL_FUSE = file_reader.FileReader.fuse
@@ -59,35 +59,41 @@ def pooled_reader(threads: int, use_mmap: bool):
     return next_batch
 
 
-def configure(lane: str, load: str, roi: str, max_decoders: str, mode: str, *extra: str) -> None:
-    """Set up one configuration; ``extra`` are BatchDecoder options as key=value."""
-    lanes.DEFAULT_GPU_LANES = int(lane)
-    gpu_batches.DEFAULT_HW_LOAD = float(load)
-    gpu_batches.DECODER_OPTIONS.clear()
-    gpu_batches.DECODER_OPTIONS["hw_roi"] = roi == "1"
-    gpu_batches.MAX_DECODERS = int(max_decoders)
-    sys.setswitchinterval(0.005)  # the interpreter's default; decoders lower it (switch=)
-    runtime.SWITCH_INTERVAL = 0.0002
+def configure(
+    lane: str, load: str, roi: str, max_decoders: str, mode: str, *extra: str
+) -> tuning.Tuning:
+    """Set up one configuration and return its Tuning; ``extra``: BatchDecoder key=value."""
+    options: dict[str, object] = {"hw_roi": roi == "1"}
+    switch: float | None = tuning.DEFAULTS.switch_interval
     for item in extra:
         key, value = item.split("=")
-        if key == "switch":  # chute.gpu.runtime.SWITCH_INTERVAL in ms, "none": leave it
-            runtime.SWITCH_INTERVAL = None if value == "none" else float(value) / 1000
+        if key == "switch":  # Tuning.switch_interval in ms, "none": leave it
+            switch = None if value == "none" else float(value) / 1000
             continue
         for kind in (int, float, str):
             try:
-                gpu_batches.DECODER_OPTIONS[key] = kind(value)
+                options[key] = kind(value)
                 break
             except ValueError:
                 continue
-    runtime.quick_gil_handoff()  # as a new decoder would (decoders are pooled across runs)
+    settings = tuning.Tuning(
+        gpu_lanes=int(lane),
+        hw_load=float(load),
+        decoder_options=options,
+        max_decoders=int(max_decoders),
+        switch_interval=switch,
+        read_processes=int(mode[4:]) if mode.startswith("proc") else 2,
+    )
+    sys.setswitchinterval(0.005)  # the interpreter's default; decoders lower it (switch=)
+    runtime.quick_gil_handoff(switch)  # as a new decoder would (decoders are pooled across runs)
     file_reader.FileSource.read = {"ext": cached_read, "read": plain_read}.get(mode, REAL_READ)
     file_reader.FileSource.next_batch = REAL_NEXT
     file_reader.FileReader.fuse = REAL_FUSE
-    file_reader.READ_PROCESSES = int(mode[4:]) if mode.startswith("proc") else 2
     if mode != "defer" and not mode.startswith("proc"):  # this thread reads
         file_reader.FileReader.fuse = lambda self, node, consumers: None
     if mode.startswith("pool"):
         file_reader.FileSource.next_batch = pooled_reader(int(mode[4:-1]), mode.endswith("m"))
+    return settings
 
 
 TIMES: dict[str, float] = {}
@@ -172,8 +178,8 @@ def main() -> None:
         instrument()
     results = {}
     for config in sys.argv[3:]:
-        configure(*config.split(","))
-        results[config] = measure(root)
+        with tuning.use(configure(*config.split(","))):  # the pipeline built in measure
+            results[config] = measure(root)
         print(f"{config:24s} {results[config]}", flush=True)
         gc.collect()
     with open(out, "w") as f:

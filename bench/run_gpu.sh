@@ -5,7 +5,7 @@
 set -uo pipefail
 data=$1; out=${2:-bench/results}; day=$(date +%F)
 for preset in train val; do
-  timeout 280 python3 -m chute.cli bench --data "$data" --preset "$preset" --device gpu \
+  timeout 280 python3 -m chute bench --data "$data" --preset "$preset" --device gpu \
     --systems chute,dali,dali-cpu,tv-gpu,pil-loader,chute-cpu --batch-size 256 --threads 16 \
     --warmup 5 --iters 20 --reps 3 --json "$out/gpu_${preset}_${day}.json" \
     --png "$out/gpu_${preset}_${day}.png" 2>&1 | grep -v -i "nvtiff\|nvjpeg2k\|Note:"

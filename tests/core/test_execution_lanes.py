@@ -16,6 +16,7 @@ import pytest
 from chute import Iterator, LastBatchPolicy, OperatorError, fn, pipeline_def
 from chute.executor import executor as executor_module
 from chute.executor import lanes as lanes_module
+from chute.runtime import tuning
 
 
 @pytest.fixture
@@ -197,8 +198,13 @@ def _step(name, device, kind="gpu", **args):
     return SimpleNamespace(kind=kind, nodes=[node])
 
 
-def test_lane_count_for_gpu_decoding_and_cpu_pipelines_with_lane_safe_steps(monkeypatch):
-    monkeypatch.setattr(lanes_module, "DEFAULT_GPU_LANES", 3)
+def test_lane_count_for_gpu_decoding_and_cpu_pipelines_with_lane_safe_steps():
+    with tuning.use(tuning.Tuning(gpu_lanes=3, cpu_lanes=4)):
+        _check_lane_counts(gpu_lanes=3, cpu_lanes=4)
+    _check_lane_counts(tuning.DEFAULTS.gpu_lanes, tuning.DEFAULTS.cpu_lanes)  # back to defaults
+
+
+def _check_lane_counts(gpu_lanes: int, cpu_lanes: int) -> None:
     pipe = SimpleNamespace(exec_pipelined=True, on_error="raise", num_threads=4)
     train = [
         _step("random.coin_flip", "cpu", kind="segment"),
@@ -206,7 +212,7 @@ def test_lane_count_for_gpu_decoding_and_cpu_pipelines_with_lane_safe_steps(monk
         _step("resize", "gpu"),
         _step("crop_mirror_normalize", "gpu"),
     ]
-    assert lanes_module.lane_count(_plan(*train), pipe) == 3
+    assert lanes_module.lane_count(_plan(*train), pipe) == gpu_lanes
     assert lanes_module.lane_count(_plan(*train[2:]), pipe) == 1  # no GPU decoding
     assert lanes_module.lane_count(_plan(*train, _step("python_function", "gpu")), pipe) == 1
     assert lanes_module.lane_count(_plan(*train, sources=("gpu",)), pipe) == 1
@@ -223,8 +229,8 @@ def test_lane_count_for_gpu_decoding_and_cpu_pipelines_with_lane_safe_steps(monk
     # CPU decoders run batch-wise (cpu_batch_wise): one batch's tail beside the next's start
     decode = _step("decoders.image_crop", "cpu", "batch")
     cpu_train = [cpu[0], decode, _step("resize", "cpu", kind="segment")]
-    assert lanes_module.lane_count(_plan(*cpu_train), pipe) == lanes_module.DEFAULT_CPU_LANES
-    assert lanes_module.lane_count(_plan(cpu[0]), pipe) == lanes_module.DEFAULT_CPU_LANES
+    assert lanes_module.lane_count(_plan(*cpu_train), pipe) == cpu_lanes
+    assert lanes_module.lane_count(_plan(cpu[0]), pipe) == cpu_lanes
     one_thread = SimpleNamespace(exec_pipelined=True, on_error="raise", num_threads=1)
     assert lanes_module.lane_count(_plan(*cpu_train), one_thread) == 1
     assert lanes_module.lane_count(_plan(*cpu_train), skip) == 1
@@ -240,7 +246,7 @@ def test_cpu_pipelines_run_two_lanes_and_give_the_batches_of_one():
 
     p = pipe()
     p.build()
-    assert p._executor.lanes == lanes_module.DEFAULT_CPU_LANES > 1
+    assert p._executor.lanes == tuning.DEFAULTS.cpu_lanes > 1
     got = [
         [
             t.as_array() if t.is_dense_tensor() else [np.asarray(t.at(i)) for i in range(8)]

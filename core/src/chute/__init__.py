@@ -19,8 +19,8 @@ from chute.graph import DataNode
 from chute.iteration import Batch, Iterator
 from chute.pipeline import Pipeline, pipeline_def
 from chute.runtime.errors import OperatorError
-from chute.show import show_batch
 from chute.tensors import TensorListCPU
+from chute.tools.show import show_batch
 from chute.types import LastBatchPolicy
 
 __version__ = "0.1.0"

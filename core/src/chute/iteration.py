@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from collections.abc import Iterator as PyIterator
 from typing import Any
@@ -177,6 +178,8 @@ class Iterator:
         return self._batches
 
     # ---- iteration -------------------------------------------------------------------------
+    _warned_ended = False  # warned once that an ended epoch is iterated again without reset
+
     def __iter__(self) -> Iterator:
         return self
 
@@ -185,6 +188,13 @@ class Iterator:
             batch, self._first = self._first, None
             return batch
         if self._ended:
+            if not self.auto_reset and not self._warned_ended:
+                self._warned_ended = True
+                warnings.warn(
+                    "Iterator: the epoch has ended and auto_reset is off, so this is an empty "
+                    "epoch; call reset() before iterating again, or pass auto_reset=True",
+                    stacklevel=2,
+                )
             self._end_epoch()
         return self._step_or_end()
 

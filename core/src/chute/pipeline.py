@@ -302,10 +302,10 @@ class Pipeline:
         pos_epoch, iteration = ex.last_position
         ex.restore(pos_epoch, iteration, states)
 
-    # ---- seeing the pipeline: graph, statistics (chute.visualize, chute.executor.stats) --
+    # ---- seeing the pipeline: graph, statistics (chute.graph.dot, chute.executor.stats) --
     def graph(self, path: str | None = None, format: str = "dot") -> str:
         """The operator graph as DOT text; with ``path``, also write it (.dot, .png, .svg, .pdf)."""
-        from chute.visualize import graph_dot, render_dot
+        from chute.graph.dot import graph_dot, render_dot
 
         if self._outputs is None:  # legacy define_graph(): trace it
             self.build()

@@ -33,7 +33,7 @@ def folder(tmp_path_factory):
 
 
 def _batches(preset, folder, device):
-    from chute.benchmark.pipelines import PRESETS
+    from chute.tools.benchmark.pipelines import PRESETS
 
     pipe = PRESETS[preset](folder, 8, 4, device, seed=3)
     it = Iterator(
@@ -45,8 +45,8 @@ def _batches(preset, folder, device):
 
 @pytest.mark.parametrize("preset", ["train", "val"])
 def test_gpu_pipeline_matches_cpu_pipeline(folder, preset):
-    from chute.benchmark.pipelines import STD
     from chute.tensors.gpu import TensorListGPU
+    from chute.tools.benchmark.pipelines import STD
 
     cpu_pipe, cpu = _batches(preset, folder, "cpu")
     gpu_pipe, gpu = _batches(preset, folder, "gpu")

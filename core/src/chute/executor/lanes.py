@@ -23,26 +23,15 @@ from collections.abc import Callable
 from typing import Any
 
 from chute.executor.plan import runs_batch_wise
+from chute.runtime.tuning import current as current_tuning
 
 __all__ = [
-    "DEFAULT_CPU_LANES",
-    "DEFAULT_GPU_LANES",
     "NoLock",
     "Sequencer",
     "current_lane",
     "lane_count",
     "set_current_lane",
 ]
-
-# Measured on an H200 (16 cores, ResNet-50 train, batch 256, .tools/probe_pipe.py):
-# with decoding through nvImageCodec's C API (one GIL hand-off per batch, see
-# chute.gpu.codec_api) and one decoder shared by the lanes, 1 lane 7.9-8.4k img/s,
-# 2 lanes 10.3k, 3 lanes 9.2k: while one lane waits on the hardware decoder the other
-# parses headers and launches kernels. (Before, with nvImageCodec's Python binding and
-# a decoder per lane, 2 lanes were slower than 1.)
-DEFAULT_GPU_LANES = 2
-# CPU pipelines with more than one worker thread: one batch's tail beside the next's start.
-DEFAULT_CPU_LANES = 2
 
 _lane = threading.local()
 
@@ -66,8 +55,9 @@ def lane_count(plan: Any, pipeline: Any) -> int:
     its operator is ``lane_safe``, or it is a per-sample CPU operator run batch-wise
     (``cpu_batch_wise``; a user's python_function may keep state between calls and must
     see batches one at a time, in order). Then GPU plans that decode on the GPU (a
-    ``decodes`` operator on "mixed") get ``DEFAULT_GPU_LANES``, and CPU plans with more
-    than one worker thread ``DEFAULT_CPU_LANES``.
+    ``decodes`` operator on "mixed") get the Tuning's ``gpu_lanes``, and CPU plans with more
+    than one worker thread its ``cpu_lanes`` (the pipeline's Tuning, chute.runtime.tuning,
+    where the measurements are).
     """
     if not pipeline.exec_pipelined:
         return 1
@@ -81,10 +71,10 @@ def lane_count(plan: Any, pipeline: Any) -> int:
     if not all(n.op.lane_safe or runs_batch_wise(n) for n in batch_nodes):
         return 1
     if not plan.uses_gpu:
-        return max(1, int(DEFAULT_CPU_LANES)) if pipeline.num_threads > 1 else 1
+        return current_tuning().cpu_lanes if pipeline.num_threads > 1 else 1
     if not any(n.device == "mixed" and n.op.decodes for n in batch_nodes):
         return 1
-    return max(1, int(DEFAULT_GPU_LANES))
+    return current_tuning().gpu_lanes
 
 
 class Sequencer:

@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 
 from chute.gpu.runtime import cupy_module
+from chute.runtime.tuning import Tuning
+from chute.runtime.tuning import current as current_tuning
 
 __all__ = [
-    "DECODER_OPTIONS",
-    "MAX_DECODERS",
-    "DEFAULT_HW_LOAD",
     "batch_storage",
     "decoded_images",
     "decoders",
@@ -32,23 +31,12 @@ __all__ = [
     "to_device_samples",
 ]
 
-# Hardware decoder share of the GPU-decoded samples; the rest go to nvJPEG's CUDA
-# decoder. On an H200 (2 lanes, .tools/probe_pipe.py) 1.0 gave 10.3k img/s and 0.9
-# 9.0k; the hardware group still falls back to the CUDA decoder for what the engines
-# reject (progressive JPEGs, ...). On an H100 last measured with the Python binding,
-# 0.76 was best; not re-measured with the C API.
-DEFAULT_HW_LOAD = 1.0
-# Further BatchDecoder settings for the mixed decoders (bench/gpu_path.py tunes them).
-DECODER_OPTIONS: dict[str, Any] = {}
-# Decoders per setting; batches decoded at once beyond this share them (see _DecoderPool).
-MAX_DECODERS = 1
-
 
 class _DecoderPool:
     """BatchDecoders by (device, hardware load, options), lent to the batches being decoded.
 
-    Up to ``MAX_DECODERS`` per setting, lent in turn: batches decoded at once share
-    them. One shared decoder serves concurrent lanes best (H200): its decode calls
+    Up to the Tuning's ``max_decoders`` per setting, lent in turn: batches decoded at
+    once share them. One shared decoder serves concurrent lanes best (H200): its decode calls
     take turns — the hardware engines are one resource — while the other lane parses
     headers and launches kernels.
     """
@@ -58,16 +46,31 @@ class _DecoderPool:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def use(self, device_id: int, hw_load: float | None) -> Iterator[Any]:
-        """Lend a decoder for (device, load, DECODER_OPTIONS)."""
+    def use(
+        self, device_id: int, hw_load: float | None, tuning: Tuning | None = None
+    ) -> Iterator[Any]:
+        """Lend a decoder for (device, load, ``tuning``'s decoder options and switch interval).
+
+        ``tuning`` is the one the pipeline was built with (the current one if None);
+        ``hw_load`` None takes its ``hw_load``.
+        """
         from chute.gpu.jpeg import BatchDecoder
 
-        load = DEFAULT_HW_LOAD if hw_load is None else float(hw_load)
-        key = (device_id, round(load * 100), tuple(sorted(DECODER_OPTIONS.items())))
+        tuning = tuning or current_tuning()
+        load = tuning.hw_load if hw_load is None else float(hw_load)
+        options = dict(tuning.decoder_options)
+        key = (device_id, round(load * 100), tuple(sorted(options.items())), tuning.switch_interval)
         with self._lock:
             made = self._made.setdefault(key, [])
-            if len(made) < MAX_DECODERS:
-                made.append(BatchDecoder(device_id, hw_decoder_load=load, **DECODER_OPTIONS))
+            if len(made) < tuning.max_decoders:
+                made.append(
+                    BatchDecoder(
+                        device_id,
+                        hw_decoder_load=load,
+                        switch_interval=tuning.switch_interval,
+                        **options,
+                    )
+                )
             else:
                 made.append(made.pop(0))  # the next one in turn
             decoder = made[-1]

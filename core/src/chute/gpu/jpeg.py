@@ -37,6 +37,7 @@ from chute.gpu.cpu_decode import (
     shape_from_pil,
 )
 from chute.gpu.runtime import nvimgcodec_module, quick_gil_handoff, require_gpu
+from chute.runtime.tuning import DEFAULTS
 
 __all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
 
@@ -98,6 +99,8 @@ class BatchDecoder:
     slower). ``cuda_backend`` picks the non-hardware GPU group's first backend: "gpu"
     (nvJPEG's GPU Huffman decoding) or "hybrid" (Huffman on nvImageCodec's CPU threads,
     IDCT and color conversion on the GPU). ``options`` is passed to nvImageCodec.
+    ``switch_interval`` is the interpreter's switch interval once the decoder exists
+    (Tuning.switch_interval; None leaves it).
     """
 
     def __init__(
@@ -114,6 +117,7 @@ class BatchDecoder:
         fancy_upsampling: bool = False,
         cuda_backend: str = "gpu",
         options: str = "",
+        switch_interval: float | None = DEFAULTS.switch_interval,
     ) -> None:
         self._cupy = require_gpu("BatchDecoder", codec=True, device_id=device_id)
         nvimgcodec_module()
@@ -155,7 +159,7 @@ class BatchDecoder:
             threads = cpu_threads if name == "cpu" else num_threads
             runner = ThreadPoolExecutor(1, thread_name_prefix=f"chute-decode-{name}")
             self._groups[name] = (make(kinds[name], threads), runner)
-        quick_gil_handoff()
+        quick_gil_handoff(switch_interval)
         workers = (
             cpu_threads or (os.cpu_count() or 4) if cpu_share > 0 and cpu_backend == "opencv" else 2
         )

@@ -135,16 +135,11 @@ def release_streams(owner: object) -> None:
             del _streams[key]
 
 
-# The interpreter's switch interval (seconds) once a GPU decoder exists; None leaves it.
-# A decode call lets go of the GIL for ~13 ms a batch; when it returns, its thread waits
-# for the GIL up to the switch interval behind any busy Python thread (5 ms by default),
-# and the hardware decoder idles meanwhile. On an H100 (bench/decode_gil_probe.py, decoding
-# on its own thread beside three busy Python threads): 9.1k img/s at 5 ms, 10.8k at 1 ms,
-# 19.1k at 0.2 ms, against 20.2k with no busy thread.
-SWITCH_INTERVAL: float | None = 0.0002
+def quick_gil_handoff(interval: float | None) -> None:
+    """Lower the interpreter's switch interval to ``interval`` seconds (never raise it).
 
-
-def quick_gil_handoff() -> None:
-    """Lower the interpreter's switch interval to SWITCH_INTERVAL (never raise it)."""
-    if SWITCH_INTERVAL is not None and sys.getswitchinterval() > SWITCH_INTERVAL:
-        sys.setswitchinterval(SWITCH_INTERVAL)
+    GPU decoders call it with Tuning.switch_interval (chute.runtime.tuning says why);
+    None leaves the interval alone.
+    """
+    if interval is not None and sys.getswitchinterval() > interval:
+        sys.setswitchinterval(interval)

@@ -20,20 +20,15 @@ from chute.runtime.errors import OperatorError
 
 __all__ = ["SampleList", "run_batch"]
 
-# Samples per chunk at most: large enough to amortise the GIL hand-offs, small enough that
-# the threads finish a batch together.
-MAX_CHUNK = 8
 
-
-def chunk_sizes(n: int, threads: int) -> list[int]:
+def chunk_sizes(n: int, threads: int, max_chunk: int) -> list[int]:
     """How many samples each chunk of a batch of ``n`` takes, in order.
 
-    Each thread's share of the batch, at most MAX_CHUNK: every chunk costs two takes of
-    the GIL, and on the H100 host with 16 threads chunks of 1 decoded 3,591 img/s, of 4
-    6,669 and of 8 6,549 (the executor's second lane fills the threads that finish a
-    batch early).
+    Each thread's share of the batch, at most ``max_chunk`` (Tuning.max_chunk: large
+    enough to amortise the GIL hand-offs, small enough that the threads finish a batch
+    together; chute.runtime.tuning has the measurements).
     """
-    size = max(1, min(MAX_CHUNK, -(-n // max(1, threads))))
+    size = max(1, min(max_chunk, -(-n // max(1, threads))))
     return [min(size, n - start) for start in range(0, n, size)]
 
 
@@ -43,7 +38,7 @@ class SampleList(list):
     failed: dict[int, Any]
 
 
-def run_batch(op: Any, inputs: list, args: Any, ctx: Any) -> SampleList:
+def run_batch(op: Any, inputs: list, args: Any, ctx: Any, max_chunk: int) -> SampleList:
     """``op``'s output for every sample of the batch (op: a CPU image decoder)."""
     encoded = inputs[0]
     n = len(encoded)
@@ -55,7 +50,7 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any) -> SampleList:
     # make_dataset.py crops, 16 threads: 92% of the ideal instead of 83% in batch order)
     order = sorted(range(n), key=lambda i: -len(encoded[i]))
     chunks, start = [], 0
-    for size in chunk_sizes(n, threads):
+    for size in chunk_sizes(n, threads, max_chunk):
         chunks.append(order[start : start + size])
         start += size
 

@@ -37,6 +37,7 @@ from chute.runtime.crop_window import (
     stream_crop_window,
 )
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.tuning import current as current_tuning
 from chute.types import to_dtype
 
 _ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
@@ -74,6 +75,7 @@ class _DecodeSettings:
         "dtype",
         "node",
         "output_type",
+        "tuning",
     )
 
     def __init__(self, node: OpNode, hints: NodeHints = NO_HINTS):
@@ -86,6 +88,8 @@ class _DecodeSettings:
         self.downscale_to = scaled.size if scaled is not None else None
         # mixed: decode only the region a fused resize + crop reads (ops/geometry/gpu_fusion.py)
         self.decode_region = hints.get(DecodeRegion)
+        # made at build (setup): the Tuning the pipeline is built with, for the batch steps
+        self.tuning = current_tuning()
 
 
 class _RandomCropSettings(_DecodeSettings):
@@ -178,7 +182,7 @@ class _DecoderBase(Operator):
 
     def run_batch(self, inputs: list, args: Any, ctx: Any) -> list:
         # on the CPU the executor runs the decoders batch-wise (see fuse, batch_decode.py)
-        return batch_decode.run_batch(self, inputs, args, ctx)
+        return batch_decode.run_batch(self, inputs, args, ctx, self._settings(ctx).tuning.max_chunk)
 
 
 def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) -> tuple:

@@ -47,7 +47,8 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
         raise ValueError(f"device='mixed' supports output_type RGB, BGR or GRAY, not {out_type}")
     region = getattr(ctx.state, "decode_region", None)  # the decoder's settings (setup)
     origins = None
-    with _decoders.use(ctx.device_id, args["hw_decoder_load"]) as decoder:
+    tuning = getattr(ctx.state, "tuning", None)  # the decoder's setup(): the build's Tuning
+    with _decoders.use(ctx.device_id, args["hw_decoder_load"], tuning) as decoder:
         parsed = decoder.parse(list(encoded))
         rois, bad = windows(parsed.shapes) if windows is not None else (None, {})
         if region is not None:  # only what a fused resize + crop reads

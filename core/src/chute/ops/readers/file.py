@@ -17,11 +17,9 @@ from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
 from chute.runtime import native, output_pool
 from chute.runtime.operator import Operator
+from chute.runtime.tuning import current as current_tuning
 
 _native_read = native.read_files  # None where chute.runtime._native is not built, or not POSIX
-
-# Helper processes that read the files when only GPU decoders use them (0: this process).
-READ_PROCESSES = 2
 
 IMAGE_FILTERS = (
     "*.jpg",
@@ -272,8 +270,9 @@ class FileSource(ShardedSource):
         self.use_mmap = node.arg("dont_use_mmap") is False
         # helper processes reading the files, see FileReader.fusion_hints
         self.processes = None
-        if read_in_processes and READ_PROCESSES:
-            self.processes = ReadProcesses(READ_PROCESSES) if ReadProcesses.available() else None
+        processes = current_tuning().read_processes  # opened at build: the pipeline's Tuning
+        if read_in_processes and processes:
+            self.processes = ReadProcesses(processes) if ReadProcesses.available() else None
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         # The default shuffle seed hashes the names relative to file_root, so the

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from chute.benchmark.systems import SYSTEMS
+from chute.tools.benchmark.systems import SYSTEMS
 
 
 def _rss_mb() -> float:

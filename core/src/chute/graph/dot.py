@@ -1,4 +1,4 @@
-"""Drawing a pipeline's operator graph: DOT text, and PNG/SVG/PDF through Graphviz.
+"""Drawing a traced graph: DOT text, and PNG/SVG/PDF through Graphviz (``Pipeline.graph``).
 
 One box per operator (fn name, node name, device), a solid edge per data
 input, a dashed edge per argument input (labelled with the argument), and an
@@ -13,7 +13,6 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from chute.executor.plan import reachable
 from chute.graph.node import DataNode, OpNode
 
 __all__ = ["RENDER_FORMATS", "graph_dot", "render_dot"]
@@ -32,9 +31,21 @@ def _port(node: DataNode) -> str:
     return f"[{node.index}]" if len(node.producer.outputs) > 1 else ""
 
 
+def _needed(outputs: Sequence[DataNode]) -> set[int]:
+    """Ids of the nodes that ``outputs`` depend on, through data and argument inputs."""
+    seen: set[int] = set()
+    todo = [o.producer for o in outputs]
+    while todo:
+        node = todo.pop()
+        if node.id not in seen:
+            seen.add(node.id)
+            todo.extend(d.producer for d in (*node.inputs, *node.arg_inputs.values()))
+    return seen
+
+
 def graph_dot(nodes: Sequence[OpNode], outputs: Sequence[DataNode], name: str = "pipeline") -> str:
     """The graph of ``nodes`` with ``outputs`` marked, as Graphviz DOT text."""
-    used = {n.id for n in reachable(list(outputs))} if outputs else {n.id for n in nodes}
+    used = _needed(outputs) if outputs else {n.id for n in nodes}
     lines = [
         f"digraph {_quote(name)} {{",
         "  rankdir=TB;",

@@ -4,6 +4,8 @@ Run it before training to find what ``on_error="skip"`` would skip: empty,
 truncated, corrupt, unsupported or oversized files, and files that cannot be
 read. Each file is decoded in full by the same CPU decoder the pipeline uses
 (``fn.decoders.image``), on a pool of threads (the decoders release the GIL).
+Class folders are searched like ``fn.readers.file`` would (ImageNet's tree), unless
+``--no-recursive``; the report counts files by format and bad files by reason.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chute.ops.decoders.image_codec import decode
+from chute.ops.decoders.image_headers import detect_format
 from chute.ops.readers.file import IMAGE_FILTERS
 
 __all__ = ["BadFile", "CheckReport", "check", "check_file", "find_images"]
@@ -44,6 +47,7 @@ class BadFile:
     path: str
     reason: str
     category: str
+    format: str = "unknown"
 
 
 @dataclass
@@ -54,10 +58,21 @@ class CheckReport:
     files: int = 0
     bad: list[BadFile] = field(default_factory=list)
     seconds: float = 0.0
+    formats: Counter = field(default_factory=Counter)  # files by format (magic bytes)
 
     def by_category(self) -> dict[str, int]:
         """Bad files per reason category, most frequent first."""
         return dict(Counter(b.category for b in self.bad).most_common())
+
+    def table(self) -> str:
+        """The summary table: files and bad files per format, then the total."""
+        bad = Counter(b.format for b in self.bad)
+        rows = [(name, n, bad[name]) for name, n in self.formats.most_common()]
+        rows.append(("total", self.files, len(self.bad)))
+        width = max(len("format"), *(len(r[0]) for r in rows))
+        lines = [f"{'format':<{width}}  {'files':>7}  {'bad':>7}"]
+        lines += [f"{name:<{width}}  {n:>7}  {b:>7}" for name, n, b in rows]
+        return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (what ``chute check --json`` prints)."""
@@ -65,9 +80,11 @@ class CheckReport:
             "root": self.root,
             "files": self.files,
             "bad": len(self.bad),
+            "formats": dict(self.formats.most_common()),
             "by_reason": self.by_category(),
             "errors": [
-                {"path": b.path, "reason": b.reason, "category": b.category} for b in self.bad
+                {"path": b.path, "reason": b.reason, "category": b.category, "format": b.format}
+                for b in self.bad
             ],
             "seconds": round(self.seconds, 3),
         }
@@ -84,7 +101,7 @@ def category(reason: str) -> str:
 
 def find_images(
     path: str,
-    recursive: bool = False,
+    recursive: bool = True,
     all_files: bool = False,
     filters: Iterable[str] = IMAGE_FILTERS,
 ) -> list[str]:
@@ -107,25 +124,29 @@ def find_images(
     return found
 
 
-def check_file(path: str) -> str | None:
-    """Decode one file as ``fn.decoders.image`` would; None when it is fine, else the reason."""
+def check_file(path: str) -> tuple[str, str | None]:
+    """Decode one file as ``fn.decoders.image`` would: (its format, None or why it fails)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
+        return "unreadable", f"cannot read: {exc.strerror or exc}"
+    try:
+        kind = detect_format(data)
+    except ValueError:  # empty, unsupported or unknown: decode() below says which
+        kind = "unknown"
     try:
         decode(data)
     except ValueError as exc:  # DecodeError and bad headers
-        return str(exc)
+        return kind, str(exc)
     except Exception as exc:  # anything else a codec raises is also a bad file, not a crash
-        return f"{type(exc).__name__}: {exc}"
-    return None
+        return kind, f"{type(exc).__name__}: {exc}"
+    return kind, None
 
 
 def check(
     path: str,
-    recursive: bool = False,
+    recursive: bool = True,
     jobs: int | None = None,
     all_files: bool = False,
     progress: bool = True,
@@ -142,10 +163,11 @@ def check(
         tqdm(total=len(files), unit="file", file=sys.stderr, disable=not progress) as bar,
     ):
         # map keeps the file order, so reports are stable whatever the thread count.
-        for file, reason in zip(files, pool.map(check_file, files)):
+        for file, (kind, reason) in zip(files, pool.map(check_file, files)):
             bar.update()
+            report.formats[kind] += 1
             if reason is not None:
-                report.bad.append(BadFile(file, reason, category(reason)))
+                report.bad.append(BadFile(file, reason, category(reason), kind))
     report.seconds = time.perf_counter() - start
     return report
 
@@ -158,9 +180,19 @@ def add_parser(sub: Any) -> None:
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("path", help="folder (or file) to check")
-    parser.add_argument("--recursive", "-r", action="store_true", help="descend into subfolders")
     parser.add_argument(
-        "--jobs", "-j", type=int, default=None, help="decoding threads (default: CPU count)"
+        "--recursive",
+        "-r",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="descend into class folders (default; --no-recursive: this folder only)",
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=positive_int,
+        default=None,
+        help="decoding threads (default: CPU count)",
     )
     parser.add_argument(
         "--all", dest="all_files", action="store_true", help="check every file, not only images"
@@ -170,24 +202,33 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(run=main)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``chute check``: 0 when every file decodes, 1 when some do not, 2 on usage errors."""
     if not os.path.exists(args.path):
-        print(f"chute check: {args.path}: no such file or folder", file=sys.stderr)
-        return 2
-    if args.jobs is not None and args.jobs < 1:
-        print(f"chute check: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        print(f"chute check: error: {args.path}: no such file or folder", file=sys.stderr)
         return 2
     report = check(args.path, args.recursive, args.jobs, args.all_files, not args.no_progress)
     if report.files == 0:
-        hint = "" if args.recursive else "; images in subfolders need --recursive"
-        print(f"chute check: no image files in {args.path}{hint}", file=sys.stderr)
+        hint = "" if args.recursive else " (subfolders are skipped with --no-recursive)"
+        print(f"chute check: error: no image files in {args.path}{hint}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
         for bad in report.bad:
             print(f"{bad.path}: {bad.reason}")
+        print(report.table())
         summary = ", ".join(f"{name} {n}" for name, n in report.by_category().items())
         print(
             f"checked {report.files} files in {report.seconds:.1f} s: {len(report.bad)} bad"

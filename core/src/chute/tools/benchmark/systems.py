@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.benchmark.pipelines import MEAN, STD
+from chute.tools.benchmark.pipelines import MEAN, STD
 
 
 def files_of(root: str) -> list[tuple[str, int]]:
@@ -201,7 +201,7 @@ def pil_threads_batches(
 
 
 def chute_gen(preset: str, root: str, batch: int, threads: int, device: str) -> Iterator[Any]:
-    from chute.benchmark.pipelines import chute_batches
+    from chute.tools.benchmark.pipelines import chute_batches
 
     return chute_batches(preset, root, batch, threads, device)
 
