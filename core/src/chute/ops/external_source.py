@@ -13,9 +13,11 @@ from chute.graph.node import OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import Operator
+from chute.runtime.registry import register
 from chute.types import BatchInfo, SampleInfo, to_dtype
 
 
+@register
 class ExternalSource(Operator):
     """Feeds data from Python into the pipeline.
 

@@ -16,6 +16,7 @@ from chute.graph.spec import Spec
 from chute.ops.geometry import crop_resize_kernels, resize_kernels
 from chute.ops.geometry._op_common import DTYPE, check_image, interp_arg
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = ["RandomResizedCrop", "Resize", "ResizeCropMirror"]
 
@@ -119,6 +120,7 @@ class _ResizeBase(Operator):
         return [spec.with_(dtype=dtype) if dtype is not None else spec]
 
 
+@register
 class Resize(_ResizeBase):
     """Resizes images, with DALI's size rules, regions of interest and resampling filters.
 
@@ -188,6 +190,7 @@ class Resize(_ResizeBase):
         return gpu_backends.resize_gpu(self, inputs, args, ctx)
 
 
+@register
 class ResizeCropMirror(_ResizeBase):
     """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
 
@@ -232,6 +235,7 @@ class ResizeCropMirror(_ResizeBase):
         return gpu_geometry.resize_crop_mirror_gpu(self, inputs, args, ctx)
 
 
+@register
 class RandomResizedCrop(_ResizeBase):
     """Crops a random window (area fraction ~ U(random_area), log-uniform aspect ratio) and
     resizes it to ``size``, reading the window straight from the input in one pass."""

@@ -16,6 +16,7 @@ from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
 from chute.runtime import native, output_pool
 from chute.runtime.operator import Operator
+from chute.runtime.registry import register
 
 _native_read = native.read_files  # None where chute._native is not built, or not POSIX
 
@@ -92,6 +93,7 @@ READER_ARGS = (
 )
 
 
+@register(legacy=("file_reader",), ops_aliases=("readers.FileReader",))
 class FileReader(Operator):
     """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,).
 
