@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.compute import as_list
+from chute.executor.run_node import as_list
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode
 from chute.graph.spec import Spec
