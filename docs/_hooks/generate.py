@@ -1,7 +1,8 @@
 """mkdocs hook: pages generated at build time, so they never fall behind the code.
 
-- ``reference/*.md``: one page per ``chute.fn`` namespace, from each operator's
-  own ``inspect.signature`` and ``__doc__`` (built from its schema).
+- ``reference/*.md``: one page per ``chute.fn`` namespace, listing every operator of
+  the registry (chute.surface.fn_entries) with its ``inspect.signature``, its
+  ``__doc__`` (built from its schema) and its ``ops`` / legacy names.
 - ``benchmarks.md``: the tables of ``bench/results/*.json``.
 
 Run as a script to print a page instead: ``python docs/_hooks/generate.py benchmarks``.
@@ -15,26 +16,43 @@ import json
 import os
 import re
 import sys
-from types import ModuleType
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# One argument line of chute.runtime.operator.describe(): "    name (type, default X, per-sample): doc"
+# One argument line of chute.surface.describe(): "    name (type, default X, per-sample): doc"
 ARG_LINE = re.compile(r"^    (\w+) \(([^,]+), (required|default .*?)(, per-sample)?\): (.*)$")
 
 
 # ---- operator reference ----------------------------------------------------------------
-def _namespaces(module: ModuleType, prefix: str) -> dict[str, list[tuple[str, Any]]]:
-    """Namespace name -> its (name, function) pairs, walking sub-namespaces."""
-    found: dict[str, list[tuple[str, Any]]] = {prefix: []}
-    for name in sorted(getattr(module, "__all__", [])):
-        value = getattr(module, name)
-        if inspect.ismodule(value):
-            found.update(_namespaces(value, f"{prefix}.{name}"))
-        elif callable(value):
-            found[prefix].append((name, value))
-    return {k: v for k, v in found.items() if v}
+def _namespaces() -> dict[str, list[tuple[str, Any]]]:
+    """Namespace ("fn", "fn.decoders") -> its (name, function) pairs, from the registry.
+
+    DALI's legacy names (``fn.image_decoder``) are listed beside the operator they alias
+    (see :func:`_aliases`), not as sections of their own.
+    """
+    from chute.surface import fn_entries
+
+    found: dict[str, list[tuple[str, Any]]] = {}
+    for dotted, func in fn_entries():
+        if getattr(func, "alias_of", None):
+            continue
+        namespace, _, name = f"fn.{dotted}".rpartition(".")
+        found.setdefault(namespace, []).append((name, func))
+    return dict(sorted(found.items(), key=lambda kv: (kv[0] != "fn", kv[0])))
+
+
+def _aliases() -> dict[type, list[str]]:
+    """Operator class -> its other public names: ``ops.X`` classes and legacy ``fn`` names."""
+    from chute.surface import fn_entries, ops_entries
+
+    names: dict[type, list[str]] = {}
+    for dotted, cls in ops_entries():
+        names.setdefault(cls, []).append(f"ops.{dotted}")
+    for dotted, func in fn_entries():
+        if getattr(func, "alias_of", None):
+            names.setdefault(func.op_class, []).append(f"fn.{dotted}")
+    return names
 
 
 def _cell(text: str) -> str:
@@ -73,8 +91,8 @@ def _split_top_level(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def operator_markdown(qualified: str, func: Any) -> str:
-    """One operator's section: signature, description, arguments table."""
+def operator_markdown(qualified: str, func: Any, aliases: list[str] = ()) -> str:
+    """One operator's section: signature, other names, description, arguments table."""
     doc = inspect.cleandoc(func.__doc__ or "")
     prose, args = [], []
     for line in doc.splitlines():
@@ -86,6 +104,8 @@ def operator_markdown(qualified: str, func: Any) -> str:
         elif line.strip() != "Arguments:":
             prose.append(line)
     out = [f"## {qualified}", "", "```python", _signature(qualified, func), "```", ""]
+    if aliases:
+        out += ["Also: " + ", ".join(f"`{a}`" for a in aliases) + ".", ""]
     out.append(_cell("\n".join(prose).strip()))
     if args:
         out += [
@@ -102,16 +122,17 @@ def operator_markdown(qualified: str, func: Any) -> str:
 
 def reference_pages() -> dict[str, str]:
     """reference/<namespace>.md for every fn namespace, and reference/index.md."""
-    from chute import fn
-
-    spaces = _namespaces(fn, "fn")
+    spaces = _namespaces()
+    aliases = _aliases()
     pages: dict[str, str] = {}
     index = [
         "# Operator reference",
         "",
         "Generated when the site is built, from each `fn.*` function's signature and",
-        "docstring (the same text as `help(chute.fn.resize)`). `ops.Resize(...)` takes the",
-        "same arguments as `fn.resize`. Every argument marked *per-sample* also accepts a",
+        "docstring (the same text as `help(chute.fn.resize)`), for every operator in chute's",
+        "registry. `ops.Resize(...)` takes the same arguments as `fn.resize`; each section",
+        "names the operator's `ops` classes and DALI's legacy names for it (`fn.image_decoder`,",
+        "`ops.ImageDecoder`). Every argument marked *per-sample* also accepts a",
         "DataNode: a different value for every sample.",
         "",
         "Every operator also takes `device` (`cpu`, `gpu`, `mixed`: see [GPU](../gpu.md)),",
@@ -127,7 +148,10 @@ def reference_pages() -> dict[str, str]:
         names = ", ".join(f"[{n}]({space}.md#{_anchor(space + '.' + n)})" for n, _ in funcs)
         index.append(f"| [`{space}`]({space}.md) | {names} |")
         body = [f"# {space}", ""]
-        body += [operator_markdown(f"{space}.{n}", f) for n, f in funcs]
+        body += [
+            operator_markdown(f"{space}.{n}", f, aliases.get(getattr(f, "op_class", None), []))
+            for n, f in funcs
+        ]
         pages[page] = "\n".join(body)
     pages["reference/index.md"] = "\n".join(index) + "\n"
     return pages

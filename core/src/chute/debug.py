@@ -10,8 +10,9 @@ Results equal the traced pipeline's, batch for batch: every call adds a node
 to a fresh graph in trace order, so node ids, names and therefore the
 counter-based random streams are those of the traced graph; sources (readers,
 external_source) are opened once, keyed by node id, and keep their position
-across ``run()`` calls; operators run through the same hooks (``infer``,
-``setup``, ``run_sample`` with a SampleContext, ``run_batch``, ``run_gpu``).
+across ``run()`` calls; each node runs through the graph executor's own
+:func:`chute.executor.run_node.run_node` (sources through ``read_source``), so
+eager and graph mode share one code path per node.
 
 Differences: ``on_error="skip"/"warn"`` replacement, checkpoints
 (``state_dict``) and ``chute.Iterator`` are not supported in debug mode; the
@@ -28,15 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from chute.executor.compute import as_list
+from chute.executor.run_node import (
+    BatchWhere,
+    check_batch_size,
+    read_source,
+    run_node,
+    unfused_kind,
+)
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode
 from chute.graph.spec import Spec
 from chute.graph.trace import Graph
 from chute.pipeline import Pipeline
-from chute.runtime.context import BatchArgs, BatchContext, SampleContext
-from chute.runtime.errors import OperatorError
-from chute.runtime.operator import ArgView
 from chute.runtime.workers import WorkerPool
 from chute.tensors.cpu import TensorListCPU
 
@@ -275,11 +279,17 @@ class DebugPipeline(Pipeline):
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{node.label}: {exc}") from None
         if node.op.kind == "source":
-            values = self._run_source(node, cur)
-        elif node.device == "cpu" and node.op.kind == "sample":
-            values = self._run_samples(node, cur)
+            values = self._read(node, cur)
         else:
-            values = self._run_batch(node, cur)
+            values = run_node(
+                node,
+                [d.value for d in node.inputs],
+                {k: d.value for k, d in node.arg_inputs.items()},
+                self._batch_size_for(node, cur),
+                self._state(node),
+                self._where(node, cur),
+                unfused_kind(node),
+            )
         for out, spec, value in zip(node.outputs, specs, values):
             out.value, out.spec, out.meta = value, spec, cur.meta
 
@@ -300,33 +310,17 @@ class DebugPipeline(Pipeline):
             source.feed(data, layout)
         return source
 
-    def _run_source(self, node: OpNode, cur: _Iteration) -> list[Any]:
+    def _read(self, node: OpNode, cur: _Iteration) -> list[Any]:
+        """A source's next batch, as the executor's reader stage takes it."""
         source = self._open_source(node)
-        try:
-            outputs, meta = source.next_batch(self.batch_size, cur.epoch, cur.iteration)
-        except (StopIteration, OperatorError):
-            raise
-        except Exception as exc:
-            raise OperatorError(node, None, cur.iteration, exc) from exc
+        gpu = self._gpu_context() if node.device == "gpu" else None
+        outputs, meta = read_source(node, source, self.batch_size, cur.epoch, cur.iteration, gpu)
         n = len(outputs[0]) if outputs else 0
-        if cur.size is not None and n != cur.size:
-            raise OperatorError(
-                node,
-                None,
-                cur.iteration,
-                ValueError(
-                    f"produced a batch of {n} samples while another source produced {cur.size}"
-                ),
-            )
+        check_batch_size(node, n, cur.size, cur.iteration)
         cur.size = n
         if meta is not None:
             cur.meta = meta
-        if node.device == "gpu":
-            from chute.tensors.gpu import TensorListGPU
-
-            gpu = self._gpu_context()
-            outputs = [TensorListGPU(o, "", gpu.stream, gpu.device_id) for o in outputs]
-        return list(outputs)
+        return outputs
 
     def _batch_size_for(self, node: OpNode, cur: _Iteration) -> int:
         for d in [*node.inputs, *node.arg_inputs.values()]:
@@ -338,72 +332,12 @@ class DebugPipeline(Pipeline):
             self._node_state[node.id] = node.op.setup(node)
         return self._node_state[node.id]
 
-    def _sample_meta(self, cur: _Iteration, n: int) -> list[dict]:
-        if cur.meta is not None and len(cur.meta) == n:
-            return cur.meta
-        return [{} for _ in range(n)]
-
-    def _run_samples(self, node: OpNode, cur: _Iteration) -> list[list[Any]]:
-        """A per-sample CPU operator over the batch, on the worker pool (as a CPU segment)."""
+    def _where(self, node: OpNode, cur: _Iteration) -> BatchWhere:
         n = self._batch_size_for(node, cur)
-        meta = self._sample_meta(cur, n)
-        ins = [as_list(d.value) for d in node.inputs]
-        arg_ins = {k: as_list(d.value) for k, d in node.arg_inputs.items()}
-        outs: list[list[Any]] = [[None] * n for _ in node.outputs]
-        seed = node.args.get("seed", self.seed)
-        state = self._state(node)
-        maskable = node.schema.maskable
-
-        def work(i: int) -> None:
-            args = ArgView(node.schema, node.args, {k: v[i] for k, v in arg_ins.items()})
-            inputs = tuple(v[i] for v in ins)
-            if maskable and not args["mask"]:
-                result: Any = inputs[0]
-            else:
-                ctx = SampleContext(node, seed, cur.epoch, cur.iteration, i, state, meta[i])
-                result = node.op.run_sample(inputs, args, ctx)
-            if len(outs) == 1:
-                outs[0][i] = result
-            else:
-                for o, r in zip(outs, result):
-                    o[i] = r
-
-        failures = self._pool.run(work, n)
-        if failures:
-            i, exc = failures[0]
-            if isinstance(exc, OperatorError):
-                raise exc
-            raise OperatorError(node, i, cur.iteration, exc, meta[i].get("source_info")) from exc
-        return outs
-
-    def _run_batch(self, node: OpNode, cur: _Iteration) -> list[Any]:
-        """A batch-level CPU operator, a GPU operator or a transfer."""
-        n = self._batch_size_for(node, cur)
-        inputs = [d.value for d in node.inputs]
-        columns = {k: as_list(d.value) for k, d in node.arg_inputs.items()}
+        meta = cur.meta if cur.meta is not None and len(cur.meta) == n else [{}] * n
         gpu = self._gpu_context() if node.device in ("gpu", "mixed") else None
-        ctx = BatchContext(
-            node,
-            node.args.get("seed", self.seed),
-            cur.epoch,
-            cur.iteration,
-            self._state(node),
-            self._sample_meta(cur, n),
-            self._pool,
-            stream=gpu.stream if gpu else None,
-            device_id=gpu.device_id if gpu else None,
-        )
-        try:
-            if gpu is not None:
-                with gpu.activate():
-                    result = node.op.run_gpu(inputs, BatchArgs(node, columns, n), ctx)
-            else:
-                result = node.op.run_batch(inputs, BatchArgs(node, columns, n), ctx)
-        except OperatorError:
-            raise
-        except Exception as exc:
-            raise OperatorError(node, None, cur.iteration, exc) from exc
-        return [result] if len(node.outputs) == 1 else list(result)
+        stream = gpu.stream if gpu is not None else None
+        return BatchWhere(self.seed, cur.epoch, cur.iteration, meta, self._pool, gpu, stream)
 
     def _gpu_context(self) -> Any:
         if self._gpu is None:

@@ -12,21 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chute.executor.batched import batched_values, supports_batched
+from chute.executor.batched import supports_batched
 from chute.executor.lanes import current_lane
 from chute.executor.plan import Step
+from chute.executor.run_node import BatchWhere, run_node, run_sample
 from chute.executor.skips import replace_bad_samples
 from chute.graph.node import DataNode, OpNode
-from chute.runtime.context import BatchArgs, BatchContext, SampleContext
-from chute.runtime.dense import BatchSlots, SlotContext
+from chute.runtime.dense import BatchSlots
 from chute.runtime.errors import OperatorError
-from chute.runtime.operator import ArgView
 from chute.tensors.cpu import TensorListCPU
 
 if TYPE_CHECKING:
     from chute.executor.executor import SourceBatch
 
-__all__ = ["BatchCompute", "as_list"]
+__all__ = ["BatchCompute"]
 
 
 class BatchCompute:
@@ -41,7 +40,7 @@ class BatchCompute:
             if step.kind == "segment":
                 self._run_segment(step, values, batch, dense)
             else:
-                self._run_batch_step(step.nodes[0], values, batch)
+                self._run_batch_step(step.nodes[0], values, batch, step.kind)
         outputs = [self._output(o, values, batch, dense) for o in self.plan.outputs]
         batch.values = {}  # the encoded inputs are not needed any more
         return outputs
@@ -65,12 +64,10 @@ class BatchCompute:
         slots = {node.id: BatchSlots(n) for node in nodes if node.id in self._slot_nodes and n}
         # random sources with constant arguments: drawn for the whole batch at once
         batched = [node for node in nodes if supports_batched(node)] if n else []
+        where = self._where(batch) if batched else None
         for node in batched:
             start = perf_counter_ns()
-            seed = node.args.get("seed", self.seed)
-            values[(node.id, 0)][:] = batched_values(
-                node, seed, batch.epoch, batch.iteration, batch.meta[:n]
-            )
+            values[(node.id, 0)][:] = run_node(node, [], {}, n, None, where, "segment")[0]
             rec = self.stats.local()[node.id]
             rec[0] += perf_counter_ns() - start
             rec[1] += n
@@ -102,8 +99,19 @@ class BatchCompute:
             for node, ins, arg_ins, outs, seed, state, maskable, node_slots in plans:
                 current[i] = node
                 try:
-                    self._run_sample(
-                        node, ins, arg_ins, outs, seed, state, maskable, batch, i, node_slots
+                    run_sample(
+                        node,
+                        ins,
+                        arg_ins,
+                        outs,
+                        seed,
+                        state,
+                        maskable,
+                        batch.epoch,
+                        batch.iteration,
+                        i,
+                        batch.meta[i],
+                        node_slots,
                     )
                 except Exception as exc:
                     if (node.args.get("on_error") or self.on_error) == "raise":
@@ -152,54 +160,13 @@ class BatchCompute:
                 batch.meta[0],
             )
 
-    def _run_sample(
-        self, node, ins, arg_ins, outs, seed, state, maskable, batch, i, slots=None
-    ) -> None:
-        """Run one node on sample ``i`` and store its outputs."""
-        args = ArgView(node.schema, node.args, {k: v[i] for k, v in arg_ins.items()})
-        inputs = tuple(v[i] for v in ins)
-        if maskable and not args["mask"]:
-            result: Any = inputs[0]
-        else:
-            where = (node, seed, batch.epoch, batch.iteration, i, state, batch.meta[i])
-            ctx = SampleContext(*where) if slots is None else SlotContext(*where, slots=slots)
-            result = node.op.run_sample(inputs, args, ctx)
-        if len(outs) == 1:
-            outs[0][i] = result
-        else:
-            for o, r in zip(outs, result):
-                o[i] = r
-
-    def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch) -> None:
+    def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch, kind: str) -> None:
         inputs = [values[(d.producer.id, d.index)] for d in node.inputs]
-        columns = {k: as_list(values[(d.producer.id, d.index)]) for k, d in node.arg_inputs.items()}
-        args = BatchArgs(node, columns, batch.size)
-        stream = self.gpu.lane_stream(current_lane()) if self.gpu else None
-        ctx = BatchContext(
-            node,
-            node.args.get("seed", self.seed),
-            batch.epoch,
-            batch.iteration,
-            self.node_state.get(node.id),
-            batch.meta,
-            self.pool,
-            stream=stream,
-            device_id=self.gpu.device_id if self.gpu else None,
-            on_error=node.args.get("on_error") or self.on_error,
-        )
+        arg_inputs = {k: values[(d.producer.id, d.index)] for k, d in node.arg_inputs.items()}
+        where = self._where(batch)
         start = perf_counter_ns()
-        try:
-            if node.device in ("gpu", "mixed"):
-                with self.gpu.activate(stream):
-                    result = node.op.run_gpu(inputs, args, ctx)
-            else:
-                result = node.op.run_batch(inputs, args, ctx)
-        except OperatorError:
-            raise
-        except Exception as exc:
-            raise OperatorError(node, None, batch.iteration, exc) from exc
-        if len(node.outputs) == 1:
-            result = [result]
+        state = self.node_state.get(node.id)
+        result = run_node(node, inputs, arg_inputs, batch.size, state, where, kind)
         # GPU steps: host time to queue the work (kernels run asynchronously on the stream).
         with self._lanes_lock:
             self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
@@ -217,9 +184,15 @@ class BatchCompute:
         if node.device == "cpu":
             self._remember_filler(id(node), values, batch)
 
-
-def as_list(value: Any) -> list[Any]:
-    """A batch value as a list of samples (TensorLists are split)."""
-    if isinstance(value, list):
-        return value
-    return [value.at(i) for i in range(len(value))]
+    def _where(self, batch: SourceBatch) -> BatchWhere:
+        """The batch's place in the stream and the executor's pool, GPU and error policy."""
+        return BatchWhere(
+            self.seed,
+            batch.epoch,
+            batch.iteration,
+            batch.meta,
+            self.pool,
+            self.gpu,
+            self.gpu.lane_stream(current_lane()) if self.gpu else None,
+            self.on_error,
+        )

@@ -21,8 +21,8 @@ from typing import Any
 from chute.executor.compute import BatchCompute
 from chute.executor.lanes import NoLock, Sequencer, lane_count, set_current_lane
 from chute.executor.plan import Plan
+from chute.executor.run_node import check_batch_size, read_source
 from chute.executor.stats import ExecutorStats
-from chute.runtime.errors import OperatorError
 from chute.runtime.workers import WorkerPool
 
 logger = logging.getLogger("chute")
@@ -117,33 +117,14 @@ class Executor(BatchCompute):
         states = {}
         for node in self.plan.sources:
             source = self.sources[node.id]
-            try:
-                start = perf_counter_ns()
-                outputs, node_meta = source.next_batch(self.batch_size, self.epoch, self.iteration)
-                elapsed = perf_counter_ns() - start
-            except StopIteration:
-                raise
-            except OperatorError:
-                raise
-            except Exception as exc:
-                raise OperatorError(node, None, self.iteration, exc) from exc
+            start = perf_counter_ns()
+            outputs, node_meta = read_source(
+                node, source, self.batch_size, self.epoch, self.iteration, self.gpu
+            )
+            elapsed = perf_counter_ns() - start
             n = len(outputs[0]) if outputs else 0
-            if size is None:
-                size = n
-            elif n != size:
-                raise OperatorError(
-                    node,
-                    None,
-                    self.iteration,
-                    ValueError(
-                        f"produced a batch of {n} samples while another source produced {size}"
-                    ),
-                )
-            if node.device == "gpu":
-                from chute.tensors.gpu import TensorListGPU
-
-                gpu = self.gpu
-                outputs = [TensorListGPU(o, "", gpu.stream, gpu.device_id) for o in outputs]
+            check_batch_size(node, n, size, self.iteration)
+            size = n
             for i, out in enumerate(outputs):
                 values[(node.id, i)] = out
             self.stats.add_call(node, elapsed, n, outputs)

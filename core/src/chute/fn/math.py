@@ -9,6 +9,7 @@ from typing import Any
 
 from chute.graph.node import DataNode
 from chute.ops.arithmetic import arithmetic
+from chute.runtime.registry import register_function
 
 __all__ = [
     "abs",
@@ -102,3 +103,8 @@ def max(a: Any, b: Any) -> DataNode:
 def clamp(x: DataNode, lo: Any, hi: Any) -> DataNode:
     """x limited to [lo, hi]; keeps x's data type."""
     return arithmetic("clamp", x, lo, hi)
+
+
+# fn.math's functions are public fn names: listed by the registry with the operators
+for _name in __all__:
+    register_function(f"math.{_name}", globals()[_name])

@@ -2,96 +2,28 @@
 
 Constructor arguments are constants; calling the object on DataNodes (with
 per-sample arguments as keywords) traces a node. The implementation modules
-live in this package too (one family per module).
+live in this package too (one family per package or module).
+
+The names are generated from the operator registry (chute.surface): every
+class registered with ``@register`` is here under DALI's CamelCase name
+(``ops.decoders.Image``, ``ops.Resize``) and its DALI legacy names
+(``ops.ImageDecoder``, ``ops.FileReader``). A new operator in a module listed
+below needs no other line; a new operator module is imported here once.
 """
 
 from __future__ import annotations
 
-from chute.ops import arithmetic, decoders, random, readers, transfer  # noqa: F401
-from chute.ops.audio import (
-    MFCC,
-    AudioResample,
-    MelFilterBank,
-    NonsilentRegion,
-    PreemphasisFilter,
-    Spectrogram,
-    ToDecibels,
-)
-from chute.ops.color.color_ops import (
-    Brightness,
-    BrightnessContrast,
-    ColorSpaceConversion,
-    ColorTwist,
-    Contrast,
-    Hsv,
-    Hue,
-    LookupTable,
-    Saturation,
-)
-from chute.ops.decoders import PeekImageShape
-from chute.ops.external_source import ExternalSource
-from chute.ops.geometry import transform_ops as transforms
-from chute.ops.geometry.crop_ops import Crop, Erase, Flip, Pad, Paste, Slice
-from chute.ops.geometry.resize_ops import RandomResizedCrop, Resize, ResizeCropMirror
-from chute.ops.geometry.transform_ops import CoordFlip, CoordTransform
-from chute.ops.geometry.warp_ops import Jitter, Rotate, Sphere, WarpAffine, Water
-from chute.ops.image.image_ops import CropMirrorNormalize, GaussianBlur, Normalize
-from chute.ops.python import PythonFunction
-from chute.ops.random import Choice, CoinFlip, Normal, Uniform
-from chute.ops.tensor_ops import Cast, Cat, Copy, Reshape, Shapes, Stack, Transpose
+import sys
 
-__all__ = [
-    "AudioResample",
-    "Brightness",
-    "BrightnessContrast",
-    "Cast",
-    "Cat",
-    "Choice",
-    "CoinFlip",
-    "ColorSpaceConversion",
-    "ColorTwist",
-    "Contrast",
-    "CoordFlip",
-    "CoordTransform",
-    "Copy",
-    "Crop",
-    "CropMirrorNormalize",
-    "Erase",
-    "ExternalSource",
-    "Flip",
-    "GaussianBlur",
-    "Hsv",
-    "Hue",
-    "Jitter",
-    "LookupTable",
-    "MFCC",
-    "MelFilterBank",
-    "NonsilentRegion",
-    "Normal",
-    "Normalize",
-    "Pad",
-    "Paste",
-    "PeekImageShape",
-    "PreemphasisFilter",
-    "PythonFunction",
-    "RandomResizedCrop",
-    "Reshape",
-    "Resize",
-    "ResizeCropMirror",
-    "Rotate",
-    "Saturation",
-    "Shapes",
-    "Slice",
-    "Spectrogram",
-    "Sphere",
-    "Stack",
-    "ToDecibels",
-    "Transpose",
-    "Uniform",
-    "WarpAffine",
-    "Water",
-    "decoders",
-    "random",
-    "readers",
-    "transforms",
-]
+# The modules that define operators: importing them registers their classes.
+from chute.ops import arithmetic, external_source, io, python, random, tensor_ops, transfer  # noqa: F401
+from chute.ops.audio import audio_ops  # noqa: F401
+from chute.ops.color import color_ops  # noqa: F401
+from chute.ops.decoders import image_decoders  # noqa: F401
+from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
+from chute.ops.image import image_ops  # noqa: F401
+from chute.ops.readers import file  # noqa: F401
+from chute.ops.video import decoder, reader  # noqa: F401
+from chute.surface import ops_entries, populate
+
+__all__ = populate(sys.modules[__name__], ops_entries())

@@ -14,9 +14,11 @@ from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import Operator
+from chute.runtime.registry import register
 from chute.types import BatchInfo, SampleInfo, to_dtype
 
 
+@register
 class ExternalSource(Operator):
     """Feeds data from Python into the pipeline.
 

@@ -10,8 +10,10 @@ from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 
+@register
 class FileRead(Operator):
     """Reads the file named by each sample (a string, or a uint8/int array of its UTF-8 bytes)."""
 
@@ -49,6 +51,7 @@ def sample_to_str(x: np.ndarray) -> str:
     raise TypeError(f"expected a string sample (a path), got dtype {x.dtype} and shape {x.shape}")
 
 
+@register
 class GetProperty(Operator):
     """A property of each sample: ``key="source_info"`` gives the file path it came from."""
 

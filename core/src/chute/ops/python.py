@@ -12,8 +12,10 @@ from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.errors import OperatorError
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 
+@register
 class PythonFunction(Operator):
     """Calls ``function`` on the inputs of each sample (or, with ``batch_processing``, of the batch).
 

@@ -16,6 +16,7 @@ from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.philox import coin_flips, sample_counters, stream_words
+from chute.runtime.registry import register
 from chute.types import to_dtype
 
 
@@ -39,6 +40,7 @@ _SHAPE = Arg("shape", "int_list", (), "Shape of each sample's output (scalar by 
 _DTYPE = Arg("dtype", "dtype", None, "Output data type.", per_sample=False)
 
 
+@register(legacy=("uniform",))
 class Uniform(Operator):
     """Uniformly distributed numbers in ``[range[0], range[1])``, or drawn from ``values``."""
 
@@ -76,6 +78,7 @@ class Uniform(Operator):
         return np.asarray(out, dtype=dtype)
 
 
+@register(legacy=("normal_distribution",), ops_aliases=("Normal",))
 class Normal(Operator):
     """Normally distributed numbers with ``mean`` and ``stddev``."""
 
@@ -99,6 +102,7 @@ class Normal(Operator):
         return np.asarray(out, dtype=args["dtype"] or np.float32)
 
 
+@register(legacy=("coin_flip",))
 class CoinFlip(Operator):
     """Bernoulli draws: 1 with ``probability``, else 0 (int32 by default)."""
 
@@ -144,6 +148,7 @@ class CoinFlip(Operator):
         return [v.reshape(()) for v in values]
 
 
+@register(ops_aliases=("Choice",))
 class Choice(Operator):
     """Draws from ``a`` (the values, or ``range(a)`` for an integer) with probabilities ``p``."""
 

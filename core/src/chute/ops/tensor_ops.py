@@ -10,8 +10,10 @@ from chute.graph.node import DataNode, OpNode, bind_node_operator
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 
+@register
 class Cast(Operator):
     """Converts to ``dtype`` (integers saturate, floats are rounded to nearest)."""
 
@@ -48,6 +50,7 @@ def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype)
 
 
+@register
 class Reshape(Operator):
     """Gives each sample a new shape with the same number of elements (``-1`` infers one extent)."""
 
@@ -96,6 +99,7 @@ class Reshape(Operator):
             ) from None
 
 
+@register
 class Transpose(Operator):
     """Permutes the dimensions of each sample (``perm``), with an optional new layout."""
 
@@ -134,6 +138,7 @@ class Transpose(Operator):
         return np.ascontiguousarray(inputs[0].transpose(args["perm"]))
 
 
+@register
 class Stack(Operator):
     """Joins the inputs along a new ``axis`` (inputs need equal shapes)."""
 
@@ -165,6 +170,7 @@ class Stack(Operator):
         return np.stack(inputs, axis=args["axis"])
 
 
+@register
 class Cat(Operator):
     """Joins the inputs along an existing ``axis``."""
 
@@ -214,6 +220,7 @@ def _same_dtype(inputs: list[Spec]) -> None:
         raise TypeError(f"inputs have different data types {sorted(map(str, dtypes))}")
 
 
+@register
 class Shapes(Operator):
     """The shape of each sample, as a 1-D array."""
 
@@ -230,6 +237,7 @@ class Shapes(Operator):
         return np.array(inputs[0].shape, dtype=args["dtype"])
 
 
+@register
 class Copy(Operator):
     """A copy of the input."""
 

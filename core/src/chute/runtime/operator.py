@@ -1,9 +1,10 @@
-"""The Operator base class and the generator of ``fn.*`` functions.
+"""The Operator base class and ArgView, the arguments of one sample.
 
 An operator is a class with a :class:`~chute.graph.Schema`. Its instances are
 the legacy ``ops.X(...)`` objects: the constructor takes arguments, calling
 the instance on DataNodes traces one node into the pipeline being defined.
-``fn.x`` is :func:`make_fn` of the class: a function with the real signature.
+``fn.x`` is generated from the class (chute.surface.make_fn): a function with
+the real signature. ``@register`` (chute.runtime.registry) makes a class public.
 
 Run-time hooks, by ``kind``:
 
@@ -23,8 +24,7 @@ chute.graph.passes) and :meth:`Operator.draws_batch` / :meth:`Operator.draw_batc
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,7 +35,7 @@ from chute.graph.schema import COMMON_ARGS, REQUIRED, Schema
 from chute.graph.spec import Spec
 from chute.graph.trace import current_pipeline
 
-__all__ = ["ArgView", "Operator", "Spec", "make_fn"]
+__all__ = ["ArgView", "Operator", "Spec"]
 
 
 class Operator:
@@ -225,45 +225,3 @@ class ArgView(Mapping):
 
     def __len__(self) -> int:
         return len(self._schema.arg_index)
-
-
-def make_fn(op_class: type[Operator], name: str | None = None) -> Callable[..., Any]:
-    """Return ``fn.x`` for an operator class: a function with a real signature and docstring."""
-    schema = op_class.schema
-
-    def fn(*inputs: Any, **kwargs: Any) -> Any:
-        init = {k: kwargs.pop(k) for k in list(kwargs) if k == "device"}
-        return op_class(**init)(*inputs, **kwargs)
-
-    params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in schema.inputs]
-    if schema.variadic:
-        params = [inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL)]
-    for arg in schema.args:
-        default = inspect.Parameter.empty if arg.default is REQUIRED else arg.default
-        params.append(inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=default))
-    for common in COMMON_ARGS:
-        if common not in schema.arg_index:
-            params.append(inspect.Parameter(common, inspect.Parameter.KEYWORD_ONLY, default=None))
-    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    fn.__name__ = name or schema.name.rsplit(".", 1)[-1]
-    fn.__qualname__ = fn.__name__
-    fn.__module__ = "chute.fn"
-    fn.__doc__ = describe(op_class)
-    fn.op_class = op_class  # type: ignore[attr-defined]
-    return fn
-
-
-def describe(op_class: type[Operator]) -> str:
-    """The docstring of ``fn.x``: the class docstring plus one line per argument."""
-    schema = op_class.schema
-    lines = [inspect.cleandoc(op_class.__doc__ or schema.doc or schema.name), ""]
-    lines.append(f"Backends: {', '.join(schema.devices)}.")
-    if schema.inputs:
-        lines.append(f"Inputs: {', '.join(schema.inputs)}.")
-    if schema.args:
-        lines += ["", "Arguments:"]
-        for arg in schema.args:
-            default = "required" if arg.default is REQUIRED else f"default {arg.default!r}"
-            per = ", per-sample" if arg.per_sample else ""
-            lines.append(f"    {arg.name} ({arg.type}, {default}{per}): {arg.doc}")
-    return "\n".join(lines)

@@ -22,6 +22,7 @@ from chute.ops.audio import audio_gpu, dsp
 from chute.ops.audio.codec import AUDIO_DTYPES, decode_audio
 from chute.ops.tensor_ops import convert
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 from chute.types import to_dtype
 
 _QUALITY = Arg(
@@ -39,6 +40,7 @@ def _check_dtype(op: str, dtype: Any, allowed: tuple[np.dtype, ...]) -> None:
         raise ValueError(f"{op}: argument 'dtype' got {dtype!r}; accepted: {names}")
 
 
+@register(legacy=("audio_decoder",))
 class AudioDecoder(Operator):
     """Decodes WAV, FLAC or OGG/Vorbis audio to (time, channels), and gives its sample rate.
 
@@ -80,6 +82,7 @@ class AudioDecoder(Operator):
         return audio, np.array(rate, np.float32)
 
 
+@register
 class AudioResample(Operator):
     """Resamples audio along its first (time) axis, from in_rate to out_rate or by scale."""
 
@@ -143,6 +146,7 @@ def _from_float(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype, copy=False)
 
 
+@register
 class PreemphasisFilter(Operator):
     """Applies ``y[t] = x[t] - preemph_coeff * x[t-1]`` along time; ``border`` decides x[-1]."""
 
@@ -175,6 +179,7 @@ class PreemphasisFilter(Operator):
         return audio_gpu.preemphasis_gpu(self, inputs, args, ctx)
 
 
+@register
 class Spectrogram(Operator):
     """Produces a spectrogram (magnitude or power of a short-time FFT) of a 1-D signal."""
 
@@ -271,6 +276,7 @@ def _axis_from_layout(layout: str | None, ndim: int | None, letter: str) -> int 
     return 0 if ndim == 1 else ndim - 2
 
 
+@register
 class MelFilterBank(Operator):
     """Converts a spectrogram to a mel spectrogram with a bank of triangular filters."""
 
@@ -337,6 +343,7 @@ class MelFilterBank(Operator):
         return audio_gpu.mel_filter_bank_gpu(self, inputs, args, ctx)
 
 
+@register
 class ToDecibels(Operator):
     """Converts a magnitude (real, positive) to decibels: multiplier * log10(x / reference)."""
 
@@ -381,6 +388,7 @@ class ToDecibels(Operator):
         return audio_gpu.to_decibels_gpu(self, inputs, args, ctx)
 
 
+@register(ops_name="MFCC")
 class MFCC(Operator):
     """Computes mel-frequency cepstral coefficients (a DCT along ``axis``) of a mel spectrogram."""
 
@@ -445,6 +453,7 @@ class MFCC(Operator):
         return audio_gpu.mfcc_gpu(self, inputs, args, ctx)
 
 
+@register
 class NonsilentRegion(Operator):
     """Finds the leading and trailing silence of a 1-D signal; outputs (begin, length), int32."""
 

@@ -22,6 +22,7 @@ from chute.ops.color import color_kernels as kernels
 from chute.ops.color.color_space_kernels import color_space_conversion, image_type_channels
 from chute.ops.image.convert_kernels import convert_saturate
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = [
     "Brightness",
@@ -96,6 +97,7 @@ class _AffineColorOp(_ColorOp):
         return color_gpu.brightness_contrast(self, inputs, args, ctx)
 
 
+@register
 class ColorTwist(_ColorOp):
     """Adjusts hue, saturation, brightness and contrast of RGB/BGR images in one pass.
 
@@ -130,6 +132,7 @@ class ColorTwist(_ColorOp):
         )
 
 
+@register
 class Hsv(_ColorOp):
     """Shifts the hue (degrees) and scales saturation and value of RGB images, linearly in YIQ."""
 
@@ -152,6 +155,7 @@ class Hsv(_ColorOp):
         )
 
 
+@register
 class Hue(_ColorOp):
     """Rotates the hue of RGB/BGR images by ``hue`` degrees."""
 
@@ -166,6 +170,7 @@ class Hue(_ColorOp):
         return kernels.hue(image, args["hue"], image_type=args["image_type"], dtype=dtype)
 
 
+@register
 class Saturation(_ColorOp):
     """Scales the saturation of RGB/BGR images (0 = gray, 1 = unchanged)."""
 
@@ -203,6 +208,7 @@ _CONTRAST_CENTER = Arg(
 )
 
 
+@register
 class BrightnessContrast(_AffineColorOp):
     """Adjusts brightness and contrast.
 
@@ -229,6 +235,7 @@ class BrightnessContrast(_AffineColorOp):
         )
 
 
+@register
 class Brightness(_AffineColorOp):
     """Adjusts brightness: ``out = brightness_shift * out_range + brightness * in``."""
 
@@ -243,6 +250,7 @@ class Brightness(_AffineColorOp):
         return kernels.brightness(image, args["brightness"], args["brightness_shift"], dtype=dtype)
 
 
+@register
 class Contrast(_AffineColorOp):
     """Adjusts contrast: ``out = contrast_center + contrast * (in - contrast_center)``."""
 
@@ -257,6 +265,7 @@ class Contrast(_AffineColorOp):
         return kernels.contrast(image, args["contrast"], args["contrast_center"], dtype=dtype)
 
 
+@register
 class ColorSpaceConversion(Operator):
     """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 full range) and HSV (OpenCV's)."""
 
@@ -304,6 +313,7 @@ class ColorSpaceConversion(Operator):
         return color_space_gpu.color_space_conversion(self, inputs, args, ctx)
 
 
+@register
 class LookupTable(Operator):
     """Maps integer values found in ``keys`` to the matching ``values``; others to ``default_value``."""
 

@@ -37,6 +37,7 @@ from chute.runtime.crop_window import (
     stream_crop_window,
 )
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 from chute.runtime.tuning import current as current_tuning
 from chute.types import to_dtype
 
@@ -195,6 +196,7 @@ def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) ->
     return y0, x0, y0 + crop_h, x0 + crop_w
 
 
+@register(legacy=("image_decoder",))
 class Image(_DecoderBase):
     """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
 
@@ -237,6 +239,7 @@ class _WindowDecoder(_DecoderBase):
         return image_gpu.image_window_mixed(self, inputs, args, ctx)
 
 
+@register(legacy=("image_decoder_crop",))
 class ImageCrop(_WindowDecoder):
     """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
 
@@ -289,6 +292,7 @@ class ImageCrop(_WindowDecoder):
         return roi
 
 
+@register(legacy=("image_decoder_slice",))
 class ImageSlice(_WindowDecoder):
     """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
 
@@ -382,6 +386,7 @@ class ImageSlice(_WindowDecoder):
         return roi
 
 
+@register(legacy=("image_decoder_random_crop",))
 class ImageRandomCrop(_DecoderBase):
     """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
 
@@ -463,6 +468,7 @@ class ImageRandomCrop(_DecoderBase):
         return image_gpu.image_random_crop_mixed(self, inputs, args, ctx)
 
 
+@register(ops_aliases=("decoders.PeekImageShape",))
 class PeekImageShape(Operator):
     """The (height, width, channels) of each encoded image, read from its header only."""
 

@@ -24,6 +24,7 @@ from chute.ops.geometry._op_common import (
     default_layout,
 )
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = ["Crop", "Erase", "Flip", "Pad", "Paste", "Slice"]
 
@@ -51,6 +52,7 @@ def _with_dtype(node: OpNode, spec: Spec) -> Spec:
     return spec.with_(dtype=dtype) if dtype is not None else spec
 
 
+@register
 class Crop(Operator):
     """Cuts a window of ``crop`` (H, W) pixels, or ``rel_crop`` of the image size, placed at
     ``crop_pos_x``/``crop_pos_y`` in [0, 1] (0.5 = centred)."""
@@ -116,6 +118,7 @@ class Crop(Operator):
         return crop_gpu.crop(self, inputs, args, ctx)
 
 
+@register
 class Slice(LayoutAware):
     """Cuts a window given by an anchor and a shape (inputs, or start/end/shape arguments),
     along ``axes`` (default x then y, as DALI) or ``axis_names``."""
@@ -214,6 +217,7 @@ class Slice(LayoutAware):
         return list(start), list(extent)
 
 
+@register
 class Flip(Operator):
     """Mirrors images left-right (``horizontal``) and/or upside down (``vertical``)."""
 
@@ -246,6 +250,7 @@ class Flip(Operator):
         return crop_gpu.flip(self, inputs, args, ctx)
 
 
+@register
 class Pad(LayoutAware):
     """Pads the end of the chosen axes to the batch's largest extent (or ``shape``), rounded up
     to a multiple of ``align``; new elements take ``fill_value`` or follow ``border``."""
@@ -317,6 +322,7 @@ class Pad(LayoutAware):
         return crop_gpu.pad(self, inputs, args, ctx)
 
 
+@register
 class Erase(LayoutAware):
     """Fills rectangular regions (``anchor``/``shape``, several regions back to back) with
     ``fill_value``."""
@@ -367,6 +373,7 @@ class Erase(LayoutAware):
         )
 
 
+@register
 class Paste(Operator):
     """Places each image on a canvas ``ratio`` times larger, filled with ``fill_value``, at
     ``paste_x``/``paste_y`` in [0, 1]."""

@@ -17,6 +17,7 @@ from chute.graph.spec import Spec
 from chute.ops.geometry import crop_resize_kernels, resize_kernels
 from chute.ops.geometry._op_common import DTYPE, check_image, interp_arg
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = ["RandomResizedCrop", "Resize", "ResizeCropMirror"]
 
@@ -121,6 +122,7 @@ class _ResizeBase(Operator):
         return [spec.with_(dtype=dtype) if dtype is not None else spec]
 
 
+@register
 class Resize(_ResizeBase):
     """Resizes images, with DALI's size rules, regions of interest and resampling filters.
 
@@ -201,6 +203,7 @@ class Resize(_ResizeBase):
         return resize_gpu.resize(self, inputs, args, ctx)
 
 
+@register
 class ResizeCropMirror(_ResizeBase):
     """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
 
@@ -245,6 +248,7 @@ class ResizeCropMirror(_ResizeBase):
         return resize_gpu.resize_crop_mirror(self, inputs, args, ctx)
 
 
+@register
 class RandomResizedCrop(_ResizeBase):
     """Crops a random window (area fraction ~ U(random_area), log-uniform aspect ratio) and
     resizes it to ``size``, reading the window straight from the input in one pass."""

@@ -17,6 +17,7 @@ from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.geometry import transforms_kernels as kernels
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = [
     "Combine",
@@ -61,6 +62,7 @@ def _transform_schema(name: str, *args: Arg) -> Schema:
     )
 
 
+@register
 class Rotation(_Transform):
     """Rotation by ``angle`` degrees about ``center``: the matrix [[cos, -sin], [sin, cos]]
     (clockwise on screen, y pointing down), as DALI's fn.transforms.rotation."""
@@ -73,6 +75,7 @@ class Rotation(_Transform):
         return kernels.rotation(args["angle"], args["center"], previous, reverse)
 
 
+@register
 class Translation(_Transform):
     """Translation by ``offset`` (x, y)."""
 
@@ -84,6 +87,7 @@ class Translation(_Transform):
         return kernels.translation(args["offset"], previous, reverse)
 
 
+@register
 class Scale(_Transform):
     """Scaling by ``scale`` (x, y) about ``center``."""
 
@@ -95,6 +99,7 @@ class Scale(_Transform):
         return kernels.scale(args["scale"], args["center"], previous, reverse)
 
 
+@register
 class Shear(_Transform):
     """Shear [[1, sx], [sy, 1]] about ``center``, from factors or from ``angles`` in degrees."""
 
@@ -114,6 +119,7 @@ class Shear(_Transform):
         return kernels.shear(args["shear"], args["angles"], args["center"], previous, reverse)
 
 
+@register
 class Crop(_Transform):
     """Maps the box [from_start, from_end] onto [to_start, to_end] (points as (x, y))."""
 
@@ -138,6 +144,7 @@ class Crop(_Transform):
         )
 
 
+@register
 class Combine(Operator):
     """Composes two or more matrices so that the result applies them in the order given."""
 
@@ -152,6 +159,7 @@ class Combine(Operator):
         return kernels.combine(*inputs, reverse_order=args["reverse_order"])
 
 
+@register(ops_aliases=("transforms.CoordFlip",))
 class CoordFlip(Operator):
     """Reflects coordinates (N, D) about ``center_*`` on the axes flagged by ``flip_*``."""
 
@@ -195,6 +203,7 @@ class CoordFlip(Operator):
         )
 
 
+@register(ops_aliases=("transforms.CoordTransform",))
 class CoordTransform(Operator):
     """Applies ``M @ p + T`` (or ``MT``, M and T side by side) to each point (row) p."""
 

@@ -17,6 +17,7 @@ from chute.graph.spec import Spec
 from chute.ops.geometry import distort_kernels, warp_kernels
 from chute.ops.geometry._op_common import border_arg, check_image, interp_arg
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = ["Jitter", "Rotate", "Sphere", "WarpAffine", "Water"]
 
@@ -43,6 +44,7 @@ class _ImageOp(Operator):
         return [inputs[0]]
 
 
+@register
 class WarpAffine(_ImageOp):
     """Applies an affine transform: by default the 2x3 ``matrix`` maps output pixel
     coordinates to the input coordinates sampled (``inverse_map=True``, as DALI).
@@ -87,6 +89,7 @@ class WarpAffine(_ImageOp):
         return warp_gpu.warp_affine(self, inputs, args, ctx)
 
 
+@register
 class Rotate(_ImageOp):
     """Rotates images counter-clockwise by ``angle`` degrees about their centres.
 
@@ -126,6 +129,7 @@ class Rotate(_ImageOp):
         return warp_gpu.rotate(self, inputs, args, ctx)
 
 
+@register
 class Jitter(_ImageOp):
     """Moves each pixel by a random offset of up to about ``nDegree / 2`` pixels per axis."""
 
@@ -146,6 +150,7 @@ class Jitter(_ImageOp):
         return distort_kernels.jitter(inputs[0], ctx.rng, args["nDegree"], args["interp_type"])
 
 
+@register
 class Water(_ImageOp):
     """Ripples images: pixel (x, y) reads (x + ampl_x sin(freq_x y + phase_x),
     y + ampl_y cos(freq_y x + phase_y))."""
@@ -182,6 +187,7 @@ class Water(_ImageOp):
         )
 
 
+@register
 class Sphere(_ImageOp):
     """Bulges images as if seen on a sphere."""
 

@@ -30,10 +30,12 @@ from chute.ops.image.normalize_kernels import (
     statistics,
 )
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 __all__ = ["CropMirrorNormalize", "GaussianBlur", "Normalize"]
 
 
+@register
 class GaussianBlur(Operator):
     """Blurs HW/HWC images (or FHWC sequences, frame by frame) with a Gaussian kernel.
 
@@ -105,6 +107,7 @@ class GaussianBlur(Operator):
         return filter_gpu.gaussian_blur(self, inputs, args, ctx)
 
 
+@register
 class Normalize(Operator):
     """Normalizes: ``out = (in - mean) * scale / stddev + shift``.
 
@@ -215,6 +218,7 @@ def _arg_array(args: ArgView, name: str) -> np.ndarray | None:
     return None if value is None else np.asarray(value, dtype=np.float64)
 
 
+@register
 class CropMirrorNormalize(Operator):
     """Crops, mirrors, normalizes ``(in - mean) / std * scale + shift``, lays out and casts.
 

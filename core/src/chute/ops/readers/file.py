@@ -17,6 +17,7 @@ from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
 from chute.runtime import native, output_pool
 from chute.runtime.operator import Operator
+from chute.runtime.registry import register
 from chute.runtime.tuning import current as current_tuning
 
 _native_read = native.read_files  # None where chute.runtime._native is not built, or not POSIX
@@ -91,6 +92,7 @@ READER_ARGS = (
 )
 
 
+@register(legacy=("file_reader",), ops_aliases=("readers.FileReader",))
 class FileReader(Operator):
     """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,).
 

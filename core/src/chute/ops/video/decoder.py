@@ -14,6 +14,7 @@ from chute.graph.spec import Spec
 from chute.ops.video.frames import PAD_MODES, read_sequence, select_frames
 from chute.ops.video.index import INDEX_CACHE
 from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
 
 PAD_ARGS = (
     Arg(
@@ -26,6 +27,7 @@ PAD_ARGS = (
 )
 
 
+@register
 class VideoDecoder(Operator):
     """Decodes frames of encoded videos (H.264, HEVC, VP8, VP9, AV1, MJPEG, MPEG-4, ...) to FHWC.
 

@@ -26,6 +26,7 @@ from chute.ops.video.decoder import PAD_ARGS
 from chute.ops.video.frames import PAD_MODES, read_sequence
 from chute.ops.video.index import INDEX_CACHE, PacketIndex
 from chute.runtime.operator import Operator
+from chute.runtime.registry import register
 from chute.runtime.workers import WorkerPool
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg", ".ts")
@@ -40,6 +41,7 @@ class Clip:
     label: int
 
 
+@register(legacy=("video_reader",), ops_aliases=("readers.VideoReader",))
 class VideoReader(Operator):
     """Reads sequences of frames (FHWC uint8) from video files, with labels and frame numbers.
 

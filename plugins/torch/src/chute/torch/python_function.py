@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from chute.graph.schema import Arg, Schema
 from chute.ops.python import PythonFunction
-from chute.runtime.operator import make_fn
+from chute.surface import make_fn
 
 __all__ = ["TorchPythonFunction", "fn", "torch_python_function"]
 

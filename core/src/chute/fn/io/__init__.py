@@ -1,5 +1,0 @@
-"""I/O operators: ``fn.io.file.read``."""
-
-from chute.fn.io import file
-
-__all__ = ["file"]
