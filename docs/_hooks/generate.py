@@ -44,7 +44,8 @@ def _namespaces() -> dict[str, list[tuple[str, Any]]]:
 
 def _aliases() -> dict[type, list[str]]:
     """Operator class -> its other public names: ``ops.X`` classes and legacy ``fn`` names."""
-    from chute.surface import fn_entries, ops_entries
+    from chute.runtime.registry import ops_entries
+    from chute.surface import fn_entries
 
     names: dict[type, list[str]] = {}
     for dotted, cls in ops_entries():

@@ -18,16 +18,14 @@ included), creating a namespace module where no module of that name exists.
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 from chute.graph.schema import COMMON_ARGS, REQUIRED
 from chute.runtime.operator import Operator
-from chute.runtime.registry import Entry, functions, operators
+from chute.runtime.registry import functions, operators
 
-__all__ = ["describe", "fn_entries", "make_fn", "ops_entries", "ops_name", "populate"]
+__all__ = ["describe", "fn_entries", "make_fn"]
 
 
 def make_fn(
@@ -80,18 +78,6 @@ def describe(op_class: type[Operator]) -> str:
     return "\n".join(lines)
 
 
-def camel(snake: str) -> str:
-    """DALI's class name for a function name: "image_random_crop" -> "ImageRandomCrop"."""
-    return "".join(part[:1].upper() + part[1:] for part in snake.split("_"))
-
-
-def ops_name(entry: Entry) -> str:
-    """The dotted ``ops`` name of an operator: "decoders.image" -> "decoders.Image"."""
-    namespace, _, short = entry.name.rpartition(".")
-    name = entry.ops_name or camel(short)
-    return f"{namespace}.{name}" if namespace else name
-
-
 _FN_ENTRIES: tuple[tuple[str, Callable[..., Any]], ...] | None = None
 
 
@@ -118,51 +104,3 @@ def _make_fn_entries() -> tuple[tuple[str, Callable[..., Any]], ...]:
     for name, func in functions().items():
         found[name] = func
     return tuple(sorted(found.items()))
-
-
-def ops_entries() -> tuple[tuple[str, type[Operator]], ...]:
-    """(dotted name under ``chute.ops``, operator class), sorted; legacy names included."""
-    import chute.ops  # noqa: F401  (its modules register the operators)
-
-    found: dict[str, type[Operator]] = {}
-    for entry in operators().values():
-        names = [ops_name(entry), *(camel(n) for n in entry.legacy), *entry.ops_aliases]
-        for name in names:
-            known = found.setdefault(name, entry.op_class)
-            if known is not entry.op_class:
-                raise ValueError(f"ops.{name} names both {known.__name__} and {entry.name}")
-    return tuple(sorted(found.items()))
-
-
-def populate(root: ModuleType, entries: tuple[tuple[str, Any], ...]) -> list[str]:
-    """Bind every dotted name of ``entries`` under ``root``; return root's sorted ``__all__``."""
-    for dotted, value in entries:
-        namespace, _, short = dotted.rpartition(".")
-        module = _namespace(root, namespace) if namespace else root
-        setattr(module, short, value)
-        _publish(module, short)
-    return sorted(root.__dict__.setdefault("__all__", []))
-
-
-def _namespace(root: ModuleType, dotted: str) -> ModuleType:
-    """The module ``root.<dotted>``: an existing one (``chute.ops.random``) or a new one."""
-    module = root
-    for part in dotted.split("."):
-        full = f"{module.__name__}.{part}"
-        child = sys.modules.get(full)
-        if child is None:
-            child = ModuleType(full, f"``{full.replace('chute.', '', 1)}.*`` operators.")
-            child.__all__ = []  # type: ignore[attr-defined]
-            sys.modules[full] = child
-        if module.__dict__.get(part) is not child:
-            setattr(module, part, child)
-        _publish(module, part)
-        module = child
-    return module
-
-
-def _publish(module: ModuleType, name: str) -> None:
-    public = module.__dict__.setdefault("__all__", [])
-    if name not in public:
-        public.append(name)
-        public.sort()

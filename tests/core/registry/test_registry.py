@@ -11,8 +11,15 @@ import pytest
 
 import chute
 from chute import fn, ops
-from chute.runtime.registry import functions, operators, register, register_function
-from chute.surface import fn_entries, ops_entries, ops_name
+from chute.runtime.registry import (
+    functions,
+    operators,
+    ops_entries,
+    ops_name,
+    register,
+    register_function,
+)
+from chute.surface import fn_entries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

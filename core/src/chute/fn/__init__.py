@@ -17,6 +17,7 @@ import sys
 
 import chute.ops  # noqa: F401  (registers the operator classes)
 from chute.fn import math  # noqa: F401  (registers fn.math.*)
-from chute.surface import fn_entries, populate
+from chute.runtime.registry import populate
+from chute.surface import fn_entries
 
 __all__ = populate(sys.modules[__name__], fn_entries())

@@ -8,18 +8,31 @@ An operator class becomes public by one decorator on its header line::
 
 The schema name is the operator's ``fn`` path ("resize", "decoders.image",
 "readers.file"); ``chute.fn`` and ``chute.ops`` are generated from this list
-(:mod:`chute.surface`), and so is the docs' operator reference. Functions that
+(:func:`ops_entries`, :func:`populate`; ``fn``'s functions in :mod:`chute.surface`),
+and so is the docs' operator reference. Functions that
 are not operator classes (``fn.math.sqrt``) are listed with
 :func:`register_function`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, TypeVar
 
-__all__ = ["Entry", "functions", "operators", "register", "register_function"]
+__all__ = [
+    "Entry",
+    "camel",
+    "functions",
+    "operators",
+    "ops_entries",
+    "ops_name",
+    "populate",
+    "register",
+    "register_function",
+]
 
 T = TypeVar("T", bound=type)
 
@@ -88,3 +101,65 @@ def functions() -> dict[str, Callable[..., Any]]:
 
 def _where(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# ---- public names: how chute.ops and chute.fn lay the registry out ----------------------
+def camel(snake: str) -> str:
+    """DALI's class name for a function name: "image_random_crop" -> "ImageRandomCrop"."""
+    return "".join(part[:1].upper() + part[1:] for part in snake.split("_"))
+
+
+def ops_name(entry: Entry) -> str:
+    """The dotted ``ops`` name of an operator: "decoders.image" -> "decoders.Image"."""
+    namespace, _, short = entry.name.rpartition(".")
+    name = entry.ops_name or camel(short)
+    return f"{namespace}.{name}" if namespace else name
+
+
+def ops_entries() -> tuple[tuple[str, type], ...]:
+    """(dotted name under ``chute.ops``, operator class), sorted; legacy names included.
+
+    Lists what is registered: chute.ops imports every operator module first.
+    """
+    found: dict[str, type] = {}
+    for entry in operators().values():
+        names = [ops_name(entry), *(camel(n) for n in entry.legacy), *entry.ops_aliases]
+        for name in names:
+            known = found.setdefault(name, entry.op_class)
+            if known is not entry.op_class:
+                raise ValueError(f"ops.{name} names both {known.__name__} and {entry.name}")
+    return tuple(sorted(found.items()))
+
+
+def populate(root: ModuleType, entries: tuple[tuple[str, Any], ...]) -> list[str]:
+    """Bind every dotted name of ``entries`` under ``root``; return root's sorted ``__all__``."""
+    for dotted, value in entries:
+        namespace, _, short = dotted.rpartition(".")
+        module = _namespace(root, namespace) if namespace else root
+        setattr(module, short, value)
+        _publish(module, short)
+    return sorted(root.__dict__.setdefault("__all__", []))
+
+
+def _namespace(root: ModuleType, dotted: str) -> ModuleType:
+    """The module ``root.<dotted>``: an existing one (``chute.ops.random``) or a new one."""
+    module = root
+    for part in dotted.split("."):
+        full = f"{module.__name__}.{part}"
+        child = sys.modules.get(full)
+        if child is None:
+            child = ModuleType(full, f"``{full.replace('chute.', '', 1)}.*`` operators.")
+            child.__all__ = []  # type: ignore[attr-defined]
+            sys.modules[full] = child
+        if module.__dict__.get(part) is not child:
+            setattr(module, part, child)
+        _publish(module, part)
+        module = child
+    return module
+
+
+def _publish(module: ModuleType, name: str) -> None:
+    public = module.__dict__.setdefault("__all__", [])
+    if name not in public:
+        public.append(name)
+        public.sort()
