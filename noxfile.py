@@ -148,7 +148,9 @@ def wheel(session: nox.Session) -> None:
     sdists = sorted(path.name for path in dist.glob("*.tar.gz"))
     expected = ["chute", *(f"chute_{framework}" for framework in FRAMEWORKS)]
     if sorted(wheels) != sorted(expected) or len(sdists) != len(expected):
-        session.error(f"expected a wheel and an sdist of each of {expected}, got {os.listdir(dist)}")
+        session.error(
+            f"expected a wheel and an sdist of each of {expected}, got {os.listdir(dist)}"
+        )
     names = zipfile.ZipFile(wheels["chute"]).namelist()
     if not any(name.startswith("chute/_native") for name in names):
         message = "the chute wheel has no compiled chute._native (is a C compiler installed?)"

@@ -67,9 +67,7 @@ def parse(page: pathlib.Path) -> list[Block]:
             i += 1
             continue
         fence, indent = match["fence"], len(match["indent"])
-        end = next(
-            j for j in range(i + 1, len(lines)) if lines[j].strip() == fence
-        )
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == fence)
         code = "\n".join(text[indent:] for text in lines[i + 1 : end])
         previous = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         language = match["info"].strip().split(" ")[0] if match["info"].strip() else ""
@@ -114,8 +112,11 @@ def _cases(framework: str | None) -> list[pathlib.Path]:
     return [
         page
         for page, blocks in ALL_BLOCKS.items()
-        if any(b.framework == framework and not b.fragment and not b.setup for b in blocks
-               if b.language == "python")
+        if any(
+            b.framework == framework and not b.fragment and not b.setup
+            for b in blocks
+            if b.language == "python"
+        )
     ]
 
 
@@ -126,7 +127,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def test_examples_run(
-    doc_page: pathlib.Path, request: pytest.FixtureRequest, tmp_path: pathlib.Path,
+    doc_page: pathlib.Path,
+    request: pytest.FixtureRequest,
+    tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     framework = request.config.getoption("framework")
