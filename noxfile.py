@@ -26,7 +26,7 @@ LOCKS = ROOT / "constraints"
 FRAMEWORKS = {
     "torch": ["torch==2.13.0"],
     "tf": ["tensorflow-cpu"],
-    "paddle": ["paddlepaddle"],
+    "paddle": ["paddlepaddle", "setuptools"],  # paddle imports setuptools, undeclared
     "jax": ["jax"],
 }
 
