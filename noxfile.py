@@ -1,30 +1,104 @@
 """Test sessions: `nox` runs them all; `nox -s core` runs one.
 
 FRAMEWORKS is the one list of frameworks and the versions they are tested with.
+
+Every session installs with its lock file, `constraints/<session>.txt`: each package the
+session needs, pinned. `nox -s lock` regenerates them all with `uv pip compile` from the
+inputs declared below (written to `constraints/<session>.in`) and core/pyproject.toml.
+`nox -s latest` runs the core tests against the newest releases instead.
+
+Environments are made by uv (fast, hard-linked from uv's shared cache), afresh on every run.
 """
 
 from __future__ import annotations
 
+import os
+import pathlib
+import shutil
+import zipfile
+
 import nox
+
+ROOT = pathlib.Path(__file__).parent
+LOCKS = ROOT / "constraints"
 
 # plugin folder -> packages installed for it (torch pinned to the local CPU wheel).
 FRAMEWORKS = {
     "torch": ["torch==2.13.0"],
     "tf": ["tensorflow-cpu"],
-    "paddle": ["paddlepaddle"],
+    "paddle": ["paddlepaddle", "setuptools"],  # paddle imports setuptools, undeclared
     "jax": ["jax"],
 }
 
-nox.options.sessions = ["lint", "core", "docs", *FRAMEWORKS]
-nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "core", "docs", "wheel", *FRAMEWORKS]
+nox.options.default_venv_backend = "uv"
+nox.options.error_on_missing_interpreters = True
+
+# uv does not read pip's configuration: a wheel folder given to pip (here, torch's CPU
+# wheel) is given to uv too.
+if "PIP_FIND_LINKS" in os.environ and "UV_FIND_LINKS" not in os.environ:
+    os.environ["UV_FIND_LINKS"] = os.environ["PIP_FIND_LINKS"]
 
 TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy", "scikit-image", "soundfile>=0.12", "av>=12"]
+DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
+WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
+
+# session -> (extras of core/pyproject.toml whose dependencies it installs, other packages);
+# None: core is not installed.
+LOCK_INPUTS: dict[str, tuple[list[str] | None, list[str]]] = {
+    "lint": (None, ["ruff"]),
+    "core": ([], TEST_DEPS),
+    "docs": (["demo"], DOCS_DEPS),
+    "wheel": ([], WHEEL_DEPS),
+    **{framework: ([], [*FRAMEWORKS[framework], *TEST_DEPS]) for framework in FRAMEWORKS},
+}
+
+
+def _lock_input_text(name: str) -> str:
+    extras, packages = LOCK_INPUTS[name]
+    header = f"# Written by `nox -s lock` from noxfile.py (LOCK_INPUTS[{name!r}]); edit it there.\n"
+    if extras is not None:
+        header += f"# Compiled with core/pyproject.toml, extras: {extras or 'none'}.\n"
+    return header + "".join(f"{package}\n" for package in packages)
+
+
+def _lock(session: nox.Session, name: str) -> str:
+    """The lock file of session `name`; fails when its inputs changed since `nox -s lock`."""
+    path = LOCKS / f"{name}.in"
+    if not path.exists() or path.read_text() != _lock_input_text(name):
+        session.error(f"{path.relative_to(ROOT)} is out of date with noxfile.py: run `nox -s lock`")
+    return str(LOCKS / f"{name}.txt")
+
+
+@nox.session(default=False)
+def lock(session: nox.Session) -> None:
+    """Regenerate constraints/*.txt with `uv pip compile` (`nox -s lock -- --upgrade` to move)."""
+    session.install("uv")
+    LOCKS.mkdir(exist_ok=True)
+    for name, (extras, _) in LOCK_INPUTS.items():
+        source = LOCKS / f"{name}.in"
+        source.write_text(_lock_input_text(name))
+        sources = [str(source.relative_to(ROOT))]
+        if extras is not None:
+            sources.insert(0, "core/pyproject.toml")
+        session.run(
+            "uv",
+            "pip",
+            "compile",
+            "--quiet",
+            "--python-version=3.11",
+            "--custom-compile-command=nox -s lock",
+            *[f"--extra={extra}" for extra in extras or []],
+            *sources,
+            f"--output-file=constraints/{name}.txt",
+            *session.posargs,
+        )
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and format check over the whole tree."""
-    session.install("ruff")
+    session.install("-c", _lock(session, "lint"), "ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -32,14 +106,22 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def core(session: nox.Session) -> None:
     """The engine's tests, with no deep-learning framework installed."""
-    session.install("-e", "core", *TEST_DEPS)
+    session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
+    session.run("pytest", "-q", "tests/core", *session.posargs)
+
+
+@nox.session(default=False)
+def latest(session: nox.Session) -> None:
+    """The engine's tests against the newest release of every dependency (no lock)."""
+    session.install("--upgrade", "-e", "core", *TEST_DEPS)
+    session.run("uv", "pip", "list")
     session.run("pytest", "-q", "tests/core", *session.posargs)
 
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The documentation site: mkdocs build --strict (the operator reference comes from chute.fn)."""
-    session.install("-e", "core", "mkdocs>=1.6", "mkdocs-material>=9")
+    """The documentation: mkdocs build --strict, and every framework-free example it shows."""
+    session.install("-c", _lock(session, "docs"), "-e", "core[demo]", *DOCS_DEPS)
     site = session.create_tmp()
     session.run(
         "mkdocs",
@@ -47,26 +129,71 @@ def docs(session: nox.Session) -> None:
         "--strict",
         "--site-dir",
         f"{site}/site",
-        *session.posargs,
         env={"NO_MKDOCS_2_WARNING": "1"},
     )
+    session.run("pytest", "-q", "tests/docs", *session.posargs)
+
+
+@nox.session
+def wheel(session: nox.Session) -> None:
+    """Build every package's sdist and wheel; test chute + chute-torch installed from them."""
+    session.install("-c", _lock(session, "wheel"), *WHEEL_DEPS)
+    tmp = pathlib.Path(session.create_tmp()).resolve()
+    dist = tmp / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    for package in ["core", *(f"plugins/{framework}" for framework in FRAMEWORKS)]:
+        # the wheel is built from the sdist: what the sdist misses, the wheel misses
+        session.run("python", "-m", "build", "--installer=uv", f"--outdir={dist}", package)
+    wheels = {path.name.split("-")[0]: path for path in dist.glob("*.whl")}
+    sdists = sorted(path.name for path in dist.glob("*.tar.gz"))
+    expected = ["chute", *(f"chute_{framework}" for framework in FRAMEWORKS)]
+    if sorted(wheels) != sorted(expected) or len(sdists) != len(expected):
+        session.error(
+            f"expected a wheel and an sdist of each of {expected}, got {os.listdir(dist)}"
+        )
+    names = zipfile.ZipFile(wheels["chute"]).namelist()
+    if not any(name.startswith("chute/_native") for name in names):
+        message = "the chute wheel has no compiled chute._native (is a C compiler installed?)"
+        if os.environ.get("CHUTE_WHEEL_NO_NATIVE") != "1":
+            session.error(message + "; set CHUTE_WHEEL_NO_NATIVE=1 to accept that")
+        session.warn(message)
+    session.install("-c", _lock(session, "wheel"), str(wheels["chute"]), str(wheels["chute_torch"]))
+    # run from a folder outside the tree, so that only the installed wheels can be imported
+    run_dir = tmp / "run"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir()
+    shutil.copy(ROOT / "tests" / "wheel" / "test_wheel.py", run_dir)
+    (run_dir / "pytest.ini").write_text("[pytest]\n")
+    session.chdir(run_dir)
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *session.posargs)
 
 
 def _plugin_session(framework: str) -> None:
     def session_fn(session: nox.Session) -> None:
-        session.install(*FRAMEWORKS[framework])
-        session.install("-e", "core", "-e", f"plugins/{framework}", *TEST_DEPS)
+        session.install(
+            "-c",
+            _lock(session, framework),
+            *FRAMEWORKS[framework],
+            "-e",
+            "core",
+            "-e",
+            f"plugins/{framework}",
+            *TEST_DEPS,
+        )
         session.run(
             "pytest",
             "-q",
             f"tests/plugins/{framework}",
             "tests/plugins/conformance",
+            "tests/docs",
             f"--framework={framework}",
             *session.posargs,
             env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
         )
 
-    session_fn.__doc__ = f"The {framework} plugin: its tests and the shared conformance suite."
+    session_fn.__doc__ = (
+        f"The {framework} plugin: its tests, the shared conformance suite, its doc examples."
+    )
     nox.session(name=framework)(session_fn)
 
 
