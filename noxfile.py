@@ -46,7 +46,7 @@ WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 # session -> (extras of core/pyproject.toml whose dependencies it installs, other packages);
 # None: core is not installed.
 LOCK_INPUTS: dict[str, tuple[list[str] | None, list[str]]] = {
-    "lint": (None, ["ruff"]),
+    "lint": (None, ["ruff", "import-linter"]),
     "core": ([], TEST_DEPS),
     "docs": (["demo"], DOCS_DEPS),
     "wheel": ([], WHEEL_DEPS),
@@ -97,10 +97,18 @@ def lock(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and format check over the whole tree."""
-    session.install("-c", _lock(session, "lint"), "ruff")
+    """ruff check and format check over the whole tree; core's layers (docs/architecture.md).
+
+    import-linter checks the contracts in pyproject.toml (layers that import only
+    downward, an executor that imports no operator, no framework in the core);
+    dev/import_cycles.py fails on an import cycle of more than 3 modules.
+    """
+    session.install("-c", _lock(session, "lint"), "ruff", "import-linter")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    source = {"PYTHONPATH": str(ROOT / "core" / "src")}  # read, not imported: no install
+    session.run("lint-imports", "--no-cache", env=source)
+    session.run("python", "dev/import_cycles.py", "--max", "3", env=source)
 
 
 @nox.session
@@ -152,8 +160,10 @@ def wheel(session: nox.Session) -> None:
             f"expected a wheel and an sdist of each of {expected}, got {os.listdir(dist)}"
         )
     names = zipfile.ZipFile(wheels["chute"]).namelist()
-    if not any(name.startswith("chute/_native") for name in names):
-        message = "the chute wheel has no compiled chute._native (is a C compiler installed?)"
+    if not any(name.startswith("chute/runtime/_native") for name in names):
+        message = (
+            "the chute wheel has no compiled chute.runtime._native (is a C compiler installed?)"
+        )
         if os.environ.get("CHUTE_WHEEL_NO_NATIVE") != "1":
             session.error(message + "; set CHUTE_WHEEL_NO_NATIVE=1 to accept that")
         session.warn(message)
