@@ -110,13 +110,14 @@ class DebugDataNode(DataNode):
 class DebugGraph(Graph):
     """A graph that runs each node as soon as it is added."""
 
+    data_node_type = DebugDataNode
+
     def __init__(self, pipeline: DebugPipeline):
         super().__init__()
         self._pipeline = weakref.proxy(pipeline)
 
     def add(self, op, device, inputs, args, arg_inputs, name, num_outputs, output_device) -> OpNode:
         node = super().add(op, device, inputs, args, arg_inputs, name, num_outputs, output_device)
-        node.outputs = [DebugDataNode(node, i, output_device) for i in range(num_outputs)]
         self._pipeline._execute(node)
         return node
 

@@ -13,6 +13,9 @@ _local = threading.local()
 class Graph:
     """Operator nodes in trace order (which is a topological order)."""
 
+    # The type of the nodes' outputs (eager mode's graph makes values that hold their batch).
+    data_node_type: type[DataNode] = DataNode
+
     def __init__(self) -> None:
         self.nodes: list[OpNode] = []
         self._names: dict[str, int] = {}
@@ -38,7 +41,7 @@ class Graph:
                 f"{op.schema.display_name}: name {name!r} is already used in this pipeline"
             )
         node = OpNode(len(self.nodes), op, device, list(inputs), args, arg_inputs, name)
-        node.outputs = [DataNode(node, i, output_device) for i in range(num_outputs)]
+        node.outputs = [self.data_node_type(node, i, output_device) for i in range(num_outputs)]
         self.nodes.append(node)
         return node
 
