@@ -88,7 +88,7 @@ class Constant(Operator):
         if shape is not None:
             shape = tuple(shape)
             arr = np.broadcast_to(arr.reshape(()), shape) if arr.size == 1 else arr.reshape(shape)
-        return np.ascontiguousarray(arr.astype(dtype))
+        return arr.astype(dtype)
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         fdata = node.arg("fdata")
@@ -153,7 +153,7 @@ class Full(Operator):
 def fill(value: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
     """``value`` broadcast to ``shape`` as a new array (an error names the input when it can't)."""
     try:
-        return np.ascontiguousarray(np.broadcast_to(value, shape))
+        return np.broadcast_to(value, shape).copy()
     except ValueError:
         raise ValueError(
             f"input '{name}' of shape {value.shape} does not broadcast to the shape {shape}"

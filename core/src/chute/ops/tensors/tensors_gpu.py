@@ -38,10 +38,10 @@ def out_layout(ctx: Any, inputs: list, k: int = 0) -> str:
 
 def per_sample(inputs: list, args: Any, ctx: Any, func: Callable[[Any, Any], Any]) -> Any:
     """``func(sample, sample_args)`` for each sample of input 0, on the operator's stream."""
-    cp = require_gpu(ctx.node.schema.display_name, device_id=ctx.device_id)
+    require_gpu(ctx.node.schema.display_name, device_id=ctx.device_id)
     (batch,) = inputs
     with ctx.stream:
-        out = [cp.ascontiguousarray(func(batch.at(i), args.sample(i))) for i in range(len(batch))]
+        out = [func(batch.at(i), args.sample(i)) for i in range(len(batch))]
     return gpu_batch(out, out_layout(ctx, inputs), ctx)
 
 
@@ -77,12 +77,12 @@ def element_extract(inputs: list, args: Any, ctx: Any) -> Any:
         for k in element_map:
             if isinstance(storage, cp.ndarray):
                 frame_indices("fn.element_extract", "element_map", [k], storage.shape[1])
-                outs.append(gpu_batch(cp.ascontiguousarray(storage[:, k]), layout, ctx))
+                outs.append(gpu_batch(storage[:, k].copy(), layout, ctx))
             else:
                 samples = []
                 for x in storage:
                     frame_indices("fn.element_extract", "element_map", [k], x.shape[0])
-                    samples.append(cp.ascontiguousarray(x[k]))
+                    samples.append(x[k].copy())
                 outs.append(gpu_batch(samples, layout, ctx))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
