@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tensor_helpers import run
 
 from chute import OperatorError, fn
-
-from tensor_helpers import run
 
 MIXED = [np.arange(6, dtype=np.float32).reshape(1, 2, 3), np.ones((1, 4, 3), np.float32)]
 
