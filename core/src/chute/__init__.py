@@ -14,7 +14,7 @@ from pkgutil import extend_path
 # their own folders when installed in editable mode.
 __path__ = extend_path(__path__, __name__)
 
-from chute import fn, ops, types
+from chute import fn, math, ops, types
 from chute.graph import DataNode
 from chute.iteration import Batch, Iterator
 from chute.pipeline import Pipeline, pipeline_def
@@ -34,6 +34,7 @@ __all__ = [
     "Pipeline",
     "TensorListCPU",
     "fn",
+    "math",
     "ops",
     "pipeline_def",
     "show_batch",

@@ -22,7 +22,10 @@ from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
+from chute.ops.noise import noise_ops  # noqa: F401
 from chute.ops.readers import file  # noqa: F401
+from chute.ops.reductions import reduction_ops  # noqa: F401
+from chute.ops.tensors import constant_ops, sequence_ops, shape_ops  # noqa: F401
 from chute.ops.video import decoder, reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate
 

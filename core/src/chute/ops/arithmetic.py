@@ -27,6 +27,17 @@ def _rsqrt(x):
     return 1.0 / np.sqrt(x)
 
 
+def _pow(base, exponent):
+    """np.power, with integer powers of negative exponents as integer division gives them
+    (1 for base 1, +-1 for base -1, else 0) where NumPy refuses."""
+    b, e = np.asarray(base), np.asarray(exponent)
+    if b.dtype.kind not in "iu" or e.dtype.kind not in "iu" or not np.any(e < 0):
+        return np.power(base, exponent)
+    out = np.power(b, np.where(e < 0, 0, e))
+    neg = np.where(b == -1, np.where(e % 2 == 0, 1, -1), np.where(b == 1, 1, 0))
+    return np.where(e < 0, neg.astype(out.dtype), out)
+
+
 # name -> (numpy function, result kind): "promote", "bool", "float", "same", "int"
 OPERATIONS: dict[str, tuple[Callable, str]] = {
     "add": (np.add, "promote"),
@@ -35,7 +46,7 @@ OPERATIONS: dict[str, tuple[Callable, str]] = {
     "truediv": (np.true_divide, "float"),
     "floordiv": (np.floor_divide, "promote"),
     "mod": (np.mod, "promote"),
-    "pow": (np.power, "promote"),
+    "pow": (_pow, "promote"),
     "min": (np.minimum, "promote"),
     "max": (np.maximum, "promote"),
     "eq": (np.equal, "bool"),
@@ -59,6 +70,19 @@ OPERATIONS: dict[str, tuple[Callable, str]] = {
     "sin": (np.sin, "float"),
     "cos": (np.cos, "float"),
     "tan": (np.tan, "float"),
+    "cbrt": (np.cbrt, "float"),
+    "log2": (np.log2, "float"),
+    "log10": (np.log10, "float"),
+    "asin": (np.arcsin, "float"),
+    "acos": (np.arccos, "float"),
+    "atan": (np.arctan, "float"),
+    "sinh": (np.sinh, "float"),
+    "cosh": (np.cosh, "float"),
+    "tanh": (np.tanh, "float"),
+    "asinh": (np.arcsinh, "float"),
+    "acosh": (np.arccosh, "float"),
+    "atanh": (np.arctanh, "float"),
+    "fabs": (np.fabs, "float"),
     "atan2": (np.arctan2, "float"),
     "fpow": (np.power, "float"),
     "clamp": (np.clip, "first"),

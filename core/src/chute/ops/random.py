@@ -1,4 +1,4 @@
-"""Random number operators: fn.random.uniform, normal, coin_flip, choice.
+"""Random number operators: fn.random.uniform, normal, coin_flip, choice, beta.
 
 Every draw comes from the sample's counter-based stream (see
 chute.runtime.context.random_generator), so results do not depend on the
@@ -14,6 +14,7 @@ import numpy as np
 from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.tensor_ops import convert
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.philox import coin_flips, sample_counters, stream_words
 from chute.runtime.registry import register
@@ -37,7 +38,14 @@ def _shape(inputs: tuple, args: ArgView) -> tuple[int, ...]:
 
 
 _SHAPE = Arg("shape", "int_list", (), "Shape of each sample's output (scalar by default).")
-_DTYPE = Arg("dtype", "dtype", None, "Output data type.", per_sample=False)
+_DTYPE = Arg(
+    "dtype", "dtype", None, "Output data type (rounded and clamped to it).", per_sample=False
+)
+
+
+def _as_dtype(values: Any, dtype: Any) -> np.ndarray:
+    """Draws as ``dtype``: integers are rounded and saturated, as DALI converts them."""
+    return convert(np.asarray(values), np.dtype(dtype))
 
 
 @register(legacy=("uniform",))
@@ -57,11 +65,13 @@ class Uniform(Operator):
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
-        lo, hi = args.get("range", (-1.0, 1.0))
-        if hi < lo:
-            raise ValueError(
-                f"fn.random.uniform: argument 'range' must have lo <= hi, got ({lo}, {hi})"
-            )
+        if ("values" in args or "values" in arg_inputs) and (
+            "range" in args or "range" in arg_inputs
+        ):
+            raise TypeError("fn.random.uniform: arguments 'range' and 'values' exclude each other")
+        _check_range(args.get("range", (-1.0, 1.0)))
+        if "values" in args and not args["values"]:
+            raise ValueError("fn.random.uniform: argument 'values' must not be empty")
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(node.arg("dtype") or np.dtype(np.float32), _shape_ndim(node, inputs))]
@@ -71,11 +81,22 @@ class Uniform(Operator):
         dtype = args["dtype"] or np.float32
         values = args["values"]
         if values is not None:
+            if not values:
+                raise ValueError("fn.random.uniform: argument 'values' must not be empty")
             out = np.asarray(values, np.float64)[ctx.rng.integers(0, len(values), size=shape)]
         else:
-            lo, hi = args["range"]
+            lo, hi = _check_range(args["range"])
             out = ctx.rng.uniform(lo, hi, size=shape)
-        return np.asarray(out, dtype=dtype)
+        return _as_dtype(out, dtype)
+
+
+def _check_range(rng: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = rng
+    if hi < lo:
+        raise ValueError(
+            f"fn.random.uniform: argument 'range' must have lo <= hi, got ({lo}, {hi})"
+        )
+    return lo, hi
 
 
 @register(legacy=("normal_distribution",), ops_aliases=("Normal",))
@@ -94,12 +115,22 @@ class Normal(Operator):
         ),
     )
 
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        if args.get("stddev", 1.0) < 0:
+            raise ValueError(
+                f"fn.random.normal: argument 'stddev' must be >= 0, got {args['stddev']}"
+            )
+
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(node.arg("dtype") or np.dtype(np.float32), _shape_ndim(node, inputs))]
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        if args["stddev"] < 0:
+            raise ValueError(
+                f"fn.random.normal: argument 'stddev' must be >= 0, got {args['stddev']}"
+            )
         out = ctx.rng.normal(args["mean"], args["stddev"], size=_shape(inputs, args))
-        return np.asarray(out, dtype=args["dtype"] or np.float32)
+        return _as_dtype(out, args["dtype"] or np.float32)
 
 
 @register(legacy=("coin_flip",))
@@ -209,3 +240,47 @@ class Choice(Operator):
         out = pool[ctx.rng.choice(len(pool), size=shape, p=p)]
         dtype = args["dtype"] or (np.int32 if pool.dtype == np.int64 else pool.dtype)
         return np.asarray(out, dtype=dtype)
+
+
+@register
+class Beta(Operator):
+    """Numbers in [0, 1] following the beta distribution with ``alpha`` and ``beta``."""
+
+    schema = Schema(
+        name="random.beta",
+        inputs=("shape_like",),
+        min_inputs=0,
+        args=(
+            Arg("alpha", "float", 1.0, "The alpha parameter (> 0)."),
+            Arg("beta", "float", 1.0, "The beta parameter (> 0)."),
+            _SHAPE,
+            Arg(
+                "dtype",
+                "dtype",
+                None,
+                "Output type: float32 (default) or float64.",
+                per_sample=False,
+            ),
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        for name in ("alpha", "beta"):
+            if args.get(name, 1.0) <= 0:
+                raise ValueError(f"fn.random.beta: argument '{name}' must be > 0, got {args[name]}")
+        dtype = args.get("dtype")
+        if dtype is not None and dtype not in (np.float32, np.float64):
+            raise TypeError(
+                f"fn.random.beta: argument 'dtype' must be float32 or float64, got {dtype}"
+            )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        return [Spec(node.arg("dtype") or np.dtype(np.float32), _shape_ndim(node, inputs))]
+
+    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
+        a, b = args["alpha"], args["beta"]
+        for name, v in (("alpha", a), ("beta", b)):
+            if v <= 0:
+                raise ValueError(f"fn.random.beta: argument '{name}' must be > 0, got {v}")
+        out = ctx.rng.beta(a, b, size=_shape(inputs, args))
+        return np.asarray(out, dtype=args["dtype"] or np.float32)
