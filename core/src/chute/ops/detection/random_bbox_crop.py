@@ -34,7 +34,7 @@ from chute.runtime.registry import register
 
 __all__ = ["MAX_ATTEMPTS", "RandomBBoxCrop", "find_crop"]
 
-MAX_ATTEMPTS = 100_000
+MAX_ATTEMPTS = 10_000
 
 
 @dataclass
