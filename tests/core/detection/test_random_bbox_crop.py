@@ -191,7 +191,7 @@ def test_fixed_crop_shape_gives_absolute_integer_windows():
         a = anchors[i]
         assert a[0] == int(a[0]) and a[1] == int(a[1])
         assert 0 <= a[0] <= 160 and 0 <= a[1] <= 40
-        rel_lo, rel_hi = a / [200, 100], (a + [40, 60]) / [200, 100]
+        rel_lo, rel_hi = a / [200, 100], (a + np.array([40, 60])) / [200, 100]
         _, remapped = expected_kept(rel_lo, rel_hi, boxes[i])
         np.testing.assert_allclose(out_boxes[i], remapped, atol=1e-5)
 
