@@ -20,11 +20,13 @@ def run(samples, **kw):
 
 
 def test_scalar_labels_give_vectors():
-    outs, _ = run(
-        [np.array(2, np.int32), np.array([0], np.int32), np.array(7, np.int32)], num_classes=4
-    )
+    # one-element samples are scalars unless axis is given (DALI's legacy rule)
+    labels = [np.array([2], np.int32), np.array([0], np.int32), np.array([7], np.int32)]
+    outs, _ = run(labels, num_classes=4)
     np.testing.assert_array_equal(np.stack(outs), [[0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]])
     assert outs[0].dtype == np.float32
+    outs, _ = run(labels[:1], num_classes=3, axis=-1)
+    np.testing.assert_array_equal(outs[0], [[0, 0, 1]])
 
 
 def test_masks_with_inserted_axis_values_and_layout():
