@@ -1,0 +1,1 @@
+"""Detection operators: bounding boxes (flip, paste, random crop, SSD encoding)."""

@@ -1,0 +1,234 @@
+"""CPU kernels on bounding boxes: layouts, flips, pasting, overlap metrics, SSD encoding.
+
+Boxes are rows of relative coordinates (0..1 of the image). Inside the kernels a set of
+boxes is a pair ``(lo, hi)`` of ``(n, ndim)`` float32 arrays in x, y, (z) order; the
+layouts of DALI (``"xyXY"``, ``"xyWH"``, permutations, ``"xyzXYZ"``...) are read into and
+written from that pair. Arithmetic is float32, as DALI's, so that thresholds and ties
+decide alike on the CPU and the GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "bbox_paste",
+    "box_layout",
+    "encode_boxes",
+    "flip_boxes",
+    "intersection_volume",
+    "iou_matrix",
+    "overlap_metric",
+    "read_boxes",
+    "remap_boxes",
+    "volume",
+    "write_boxes",
+]
+
+_START = "xyz"
+_END = "XYZ"
+_EXTENT = "WHD"
+
+
+def box_layout(layout: str | None, ltrb: bool, ndim: int) -> str:
+    """The layout string of ``ndim``-D boxes: ``layout`` checked, or the default of ``ltrb``."""
+    start_end, start_shape = _START[:ndim] + _END[:ndim], _START[:ndim] + _EXTENT[:ndim]
+    if not layout:
+        return start_end if ltrb else start_shape
+    if sorted(layout) not in (sorted(start_end), sorted(start_shape)):
+        raise ValueError(
+            f"bbox_layout must be a permutation of {start_end!r} or {start_shape!r} for "
+            f"{ndim}-D boxes, got {layout!r}"
+        )
+    return layout
+
+
+def _as_rows(boxes: np.ndarray, ncoords: int) -> np.ndarray:
+    boxes = np.asarray(boxes)
+    if boxes.size % ncoords:
+        raise ValueError(f"expected boxes of {ncoords} coordinates each, got shape {boxes.shape}")
+    return boxes.reshape(-1, ncoords).astype(np.float32, copy=False)
+
+
+def read_boxes(boxes: np.ndarray, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` corners, each ``(n, ndim)`` float32 in x, y, (z) order, of boxes in ``layout``."""
+    ndim = len(layout) // 2
+    rows = _as_rows(boxes, 2 * ndim)
+    lo = np.stack([rows[:, layout.index(c)] for c in _START[:ndim]], axis=1)
+    if _END[0] in layout:
+        hi = np.stack([rows[:, layout.index(c)] for c in _END[:ndim]], axis=1)
+    else:
+        hi = lo + np.stack([rows[:, layout.index(c)] for c in _EXTENT[:ndim]], axis=1)
+    return lo, hi
+
+
+def write_boxes(lo: np.ndarray, hi: np.ndarray, layout: str) -> np.ndarray:
+    """Boxes given by corners as ``(n, 2 * ndim)`` float32 rows in ``layout``."""
+    ndim = lo.shape[1]
+    out = np.empty((lo.shape[0], 2 * ndim), np.float32)
+    ends = hi if _END[0] in layout else hi - lo
+    names = _END if _END[0] in layout else _EXTENT
+    for d in range(ndim):
+        out[:, layout.index(_START[d])] = lo[:, d]
+        out[:, layout.index(names[d])] = ends[:, d]
+    return out
+
+
+def flip_boxes(boxes: np.ndarray, horizontal: bool, vertical: bool, ltrb: bool) -> np.ndarray:
+    """Mirror relative boxes (``[x, y, w, h]``, or ``[l, t, r, b]`` when ``ltrb``) in the image.
+
+    The output has the input's shape and float32 values: a horizontal flip maps x to
+    ``1 - x - w`` (xywh) or ``(l, r)`` to ``(1 - r, 1 - l)`` (ltrb); vertical likewise in y.
+    """
+    rows = _as_rows(boxes, 4).copy()
+    for axis, flip in ((0, horizontal), (1, vertical)):
+        if not flip:
+            continue
+        if ltrb:
+            start = rows[:, axis].copy()
+            rows[:, axis] = 1.0 - rows[:, axis + 2]
+            rows[:, axis + 2] = 1.0 - start
+        else:
+            rows[:, axis] = 1.0 - rows[:, axis] - rows[:, axis + 2]
+    return rows.reshape(np.shape(boxes))
+
+
+def bbox_paste(
+    boxes: np.ndarray, ratio: float, paste_x: float, paste_y: float, ltrb: bool
+) -> np.ndarray:
+    """Relative boxes moved to where they land when the image is pasted on a canvas.
+
+    The canvas is ``ratio`` times the image in each dimension and the image sits at
+    ``paste_x, paste_y`` (0 = left/top, 1 = right/bottom) of the free space.
+    """
+    if ratio < 1.0:
+        raise ValueError(f"argument 'ratio' must be at least 1, got {ratio}")
+    rows = _as_rows(boxes, 4)
+    scale = np.float32(1.0 / ratio)
+    margin = np.array([paste_x, paste_y], np.float32) * (np.float32(1.0) - scale)
+    out = np.empty_like(rows)
+    out[:, :2] = rows[:, :2] * scale + margin
+    out[:, 2:] = rows[:, 2:] * scale + (margin if ltrb else 0.0)
+    return out.reshape(np.shape(boxes))
+
+
+def volume(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Area (volume) of boxes; boxes with an end before their start have none."""
+    return np.prod(np.maximum(hi - lo, np.float32(0.0)), axis=-1)
+
+
+def intersection_volume(
+    lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray, other_hi: np.ndarray
+) -> np.ndarray:
+    """Area of the intersection of boxes (broadcasting over leading dimensions)."""
+    return volume(np.maximum(lo, other_lo), np.minimum(hi, other_hi))
+
+
+def iou_matrix(
+    lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray, other_hi: np.ndarray
+) -> np.ndarray:
+    """``(n, m)`` intersection over union of n boxes with m boxes (0 where the union is empty)."""
+    inter = intersection_volume(lo[:, None], hi[:, None], other_lo[None], other_hi[None])
+    union = volume(lo, hi)[:, None] + volume(other_lo, other_hi)[None] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union > 0, inter / union, np.float32(0.0)).astype(np.float32)
+
+
+def overlap_metric(
+    crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray, kind: str
+) -> np.ndarray:
+    """Per box: IoU with the crop window (``"iou"``) or the fraction of its area inside it."""
+    if kind == "iou":
+        return iou_matrix(lo, hi, crop_lo[None], crop_hi[None])[:, 0]
+    inter = intersection_volume(lo, hi, crop_lo[None], crop_hi[None])
+    vol = volume(lo, hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(vol > 0, inter / vol, np.float32(0.0)).astype(np.float32)
+
+
+def remap_boxes(
+    lo: np.ndarray, hi: np.ndarray, crop_lo: np.ndarray, crop_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes clipped to a crop window and expressed relative to it (clamped to 0..1)."""
+    extent = crop_hi - crop_lo
+    new_lo = (np.maximum(lo, crop_lo) - crop_lo) / extent
+    new_hi = (np.minimum(hi, crop_hi) - crop_lo) / extent
+    one = np.float32(1.0)
+    return np.clip(new_lo, 0, one).astype(np.float32), np.clip(new_hi, 0, one).astype(np.float32)
+
+
+def _last_argmax(values: np.ndarray, axis: int) -> np.ndarray:
+    """Index of the maximum along ``axis``; the last one where several are equal (as DALI)."""
+    flipped = np.flip(values, axis=axis)
+    return values.shape[axis] - 1 - np.argmax(flipped, axis=axis)
+
+
+def encode_boxes(
+    boxes: np.ndarray,
+    labels: np.ndarray,
+    anchors: np.ndarray,
+    criteria: float = 0.5,
+    offset: bool = False,
+    scale: float = 1.0,
+    means: Sequence[float] = (0.0, 0.0, 0.0, 0.0),
+    stds: Sequence[float] = (1.0, 1.0, 1.0, 1.0),
+) -> tuple[np.ndarray, np.ndarray]:
+    """SSD matching of ltrb ``boxes`` to ltrb ``anchors``: ``(M, 4)`` boxes and ``(M,)`` labels.
+
+    Each box claims the anchor it overlaps best (IoU forced to 2); each anchor takes the box
+    it overlaps best when that IoU exceeds ``criteria``. Matched anchors get the box (as
+    center x, y, width, height, or with ``offset`` the normalized offsets from the anchor)
+    and its label; the others the anchor itself (zeros with ``offset``) and label 0.
+    """
+    anchors = _as_rows(anchors, 4)
+    rows = _as_rows(boxes, 4)
+    labels = np.asarray(labels).reshape(-1)
+    if labels.shape[0] != rows.shape[0]:
+        raise ValueError(f"got {rows.shape[0]} boxes but {labels.shape[0]} labels")
+    m = anchors.shape[0]
+    a_center, a_extent = _center_extent(anchors)
+    out_labels = np.zeros(m, labels.dtype if labels.size else np.int32)
+    out = np.zeros((m, 4), np.float32) if offset else np.concatenate([a_center, a_extent], 1)
+    if rows.shape[0] == 0:
+        return out, out_labels
+    ious = iou_matrix(rows[:, :2], rows[:, 2:], anchors[:, :2], anchors[:, 2:])
+    ious[np.arange(rows.shape[0]), _last_argmax(ious, axis=1)] = 2.0
+    best_box = _last_argmax(ious, axis=0)
+    matched = np.nonzero(ious[best_box, np.arange(m)] > np.float32(criteria))[0]
+    src = best_box[matched]
+    b_center, b_extent = _center_extent(rows[src])
+    if offset:
+        out[matched] = offsets(
+            b_center, b_extent, a_center[matched], a_extent[matched], scale, means, stds
+        )
+    else:
+        out[matched] = np.concatenate([b_center, b_extent], 1)
+    out_labels[matched] = labels[src]
+    return out, out_labels
+
+
+def _center_extent(ltrb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    extent = ltrb[:, 2:] - ltrb[:, :2]
+    return ltrb[:, :2] + extent * np.float32(0.5), extent
+
+
+def offsets(
+    b_center: np.ndarray,
+    b_extent: np.ndarray,
+    a_center: np.ndarray,
+    a_extent: np.ndarray,
+    scale: float,
+    means: Sequence[float],
+    stds: Sequence[float],
+) -> np.ndarray:
+    """SSD regression targets of boxes from their anchors, normalized by ``means``/``stds``."""
+    s = np.float32(scale)
+    mean = np.asarray(means, np.float32)
+    std = np.asarray(stds, np.float32)
+    b_center, b_extent, a_center, a_extent = b_center * s, b_extent * s, a_center * s, a_extent * s
+    with np.errstate(divide="ignore"):
+        xy = ((b_center - a_center) / a_extent - mean[:2]) / std[:2]
+        wh = (np.log(b_extent / a_extent) - mean[2:]) / std[2:]
+    return np.concatenate([xy, wh], 1).astype(np.float32)

@@ -1,0 +1,422 @@
+"""fn.random_bbox_crop: a random crop window that keeps bounding boxes valid (CPU, as DALI).
+
+Per sample, one of ``thresholds`` (or "no crop" when ``allow_no_crop``) is drawn; up to
+``num_attempts`` windows are drawn for it (random scale and aspect ratio, or the fixed
+``crop_shape`` at a random integer anchor). A window is accepted when the overlap metric
+(``threshold_type``: IoU, or the fraction of each box inside the window) reaches the
+threshold for every box (any box with ``all_boxes_above_threshold=False``) and at least one
+box survives pruning. After ``num_attempts`` another option is drawn, until
+``total_num_attempts`` is spent, after which the best window seen is used.
+
+Boxes are pruned by their centroid (kept when inside the window), or with
+``bbox_prune_threshold`` by the fraction of their area inside it; the kept boxes are
+clipped to the window and expressed relative to it. All draws come from ``ctx.rng``.
+
+Where DALI would loop forever (no ``total_num_attempts`` and conditions that cannot be
+met, e.g. a sample without boxes and ``allow_no_crop=False``), chute stops after
+:data:`MAX_ATTEMPTS` attempts and uses the best window so far (the whole input if none
+was ever drawn), so that a bad sample cannot hang the pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import OpNode
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops.detection import bbox_kernels as kernels
+from chute.runtime.operator import ArgView, Operator
+from chute.runtime.registry import register
+
+__all__ = ["MAX_ATTEMPTS", "RandomBBoxCrop", "find_crop"]
+
+MAX_ATTEMPTS = 10_000
+
+
+@dataclass
+class CropSearch:
+    """The constant part of a sample's crop search (from the operator's arguments)."""
+
+    thresholds: tuple[float, ...]
+    allow_no_crop: bool = True
+    threshold_type: str = "iou"
+    aspect_ratio: tuple[float, ...] = (1.0, 1.0)
+    scaling: tuple[float, float] = (1.0, 1.0)
+    num_attempts: int = 1
+    total_num_attempts: int = -1
+    all_boxes_above_threshold: bool = True
+    bbox_prune_threshold: float | None = None
+    ranges: list[tuple[float, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        ar = self.aspect_ratio
+        self.ranges = [(ar[i], ar[i + 1]) for i in range(0, len(ar), 2)]
+
+
+@dataclass
+class CropResult:
+    """The chosen window (``anchor``/``shape`` in x, y, (z) order) and the surviving boxes."""
+
+    anchor: np.ndarray
+    shape: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    indices: np.ndarray
+
+
+def _pair_ranges(search: CropSearch, ndim: int) -> list[tuple[int, int, tuple[float, float]]]:
+    """(i, j, range of extent[i] / extent[j]) for each pair of dimensions, x/y first."""
+    pairs = [(i, j) for i in range(ndim) for j in range(i + 1, ndim)]
+    return [(i, j, search.ranges[k % len(search.ranges)]) for k, (i, j) in enumerate(pairs)]
+
+
+def _random_shape(search: CropSearch, ndim: int, rng: np.random.Generator) -> np.ndarray | None:
+    """A relative window extent, or None when its aspect ratios fall outside the ranges."""
+    lo, hi = search.scaling
+    shape = rng.uniform(lo, hi, ndim).astype(np.float32)
+    pairs = _pair_ranges(search, ndim)
+    fixed = {(i, j): r[0] for i, j, r in pairs if r[0] == r[1]}
+    if fixed:
+        # fixed ratios: derive the extents from each other in a random order, then rescale so
+        # that the largest extent is the one drawn
+        largest = shape.max()
+        order = rng.permutation(ndim)
+        for a in range(ndim):
+            for b in range(a + 1, ndim):
+                d0, d1 = int(order[a]), int(order[b])
+                if (d1, d0) in fixed:  # extent[d1] / extent[d0] fixed
+                    shape[d1] = shape[d0] * fixed[(d1, d0)]
+                elif (d0, d1) in fixed:  # extent[d0] / extent[d1] fixed
+                    shape[d1] = shape[d0] / fixed[(d0, d1)]
+        shape = (largest * shape / shape.max()).astype(np.float32)
+    for i, j, (rmin, rmax) in pairs:
+        if shape[j] <= 0 or not rmin <= shape[i] / shape[j] <= rmax:
+            return None
+    return shape
+
+
+def _prune(
+    search: CropSearch, crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """Indices of the boxes kept in the window (centroid inside, or enough of the area)."""
+    if search.bbox_prune_threshold is None:
+        center = (lo + hi) * np.float32(0.5)
+        inside = np.all((center >= crop_lo) & (center <= crop_hi), axis=1)
+    else:
+        inside = (
+            kernels.overlap_metric(crop_lo, crop_hi, lo, hi, "overlap")
+            > search.bbox_prune_threshold
+        )
+    return np.nonzero(inside)[0]
+
+
+def find_crop(
+    search: CropSearch,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    rng: np.random.Generator,
+    crop_shape: np.ndarray | None = None,
+    input_shape: np.ndarray | None = None,
+) -> CropResult:
+    """Search a crop window for boxes ``lo``/``hi`` (``(n, ndim)`` relative, x-first).
+
+    ``crop_shape``/``input_shape`` (x-first, absolute) fix the window's size; the anchor and
+    shape are then absolute too, the boxes always relative.
+    """
+    ndim = lo.shape[1]
+    options: list[float | None] = [*search.thresholds]
+    if search.allow_no_crop:
+        options.append(None)
+    limit = search.total_num_attempts if search.total_num_attempts > 0 else MAX_ATTEMPTS
+    absolute = crop_shape is not None
+    best: CropResult | None = None
+    best_metric = -1.0
+    count = 0
+    while count < limit:
+        threshold = options[int(rng.integers(len(options)))]
+        if threshold is None:
+            whole = np.ones(ndim, np.float32)
+            extent = input_shape.astype(np.float32) if absolute else whole
+            return CropResult(np.zeros(ndim, np.float32), extent, lo, hi, np.arange(len(lo)))
+        for _ in range(search.num_attempts):
+            if count >= limit:
+                break
+            count += 1
+            if absolute:
+                room = np.maximum(input_shape - crop_shape, 0)
+                anchor = np.array([rng.integers(0, r + 1) for r in room], np.float32)
+                extent = crop_shape.astype(np.float32)
+                rel_lo = anchor / input_shape.astype(np.float32)
+                rel_hi = (anchor + extent) / input_shape.astype(np.float32)
+            else:
+                shape = _random_shape(search, ndim, rng)
+                if shape is None:
+                    continue
+                anchor = (rng.uniform(0.0, 1.0, ndim) * (1.0 - shape)).astype(np.float32)
+                extent = shape
+                rel_lo, rel_hi = anchor, anchor + shape
+            metrics = kernels.overlap_metric(rel_lo, rel_hi, lo, hi, search.threshold_type)
+            if len(metrics):
+                metric = float(metrics.min() if search.all_boxes_above_threshold else metrics.max())
+            else:
+                metric = 0.0
+            valid = metric >= threshold
+            if metric <= best_metric and not valid:
+                continue
+            best_metric = metric
+            keep = _prune(search, rel_lo, rel_hi, lo, hi)
+            new_lo, new_hi = kernels.remap_boxes(lo[keep], hi[keep], rel_lo, rel_hi)
+            best = CropResult(anchor, extent.astype(np.float32), new_lo, new_hi, keep)
+            if valid and (len(keep) > 0 or len(lo) == 0):
+                return best
+    if best is None:
+        extent = input_shape.astype(np.float32) if absolute else np.ones(ndim, np.float32)
+        return CropResult(np.zeros(ndim, np.float32), extent, lo, hi, np.arange(len(lo)))
+    return best
+
+
+_INTERNAL_SHAPE_LAYOUT = {2: "WH", 3: "WHD"}
+
+
+@register(ops_name="RandomBBoxCrop")
+class RandomBBoxCrop(Operator):
+    """Draws a random crop window that keeps the bounding boxes (and labels) consistent.
+
+    Outputs ``anchor`` and ``shape`` of the window (x, y, (z) order; relative, or absolute
+    with ``crop_shape``), the kept boxes relative to the window, the labels of the kept
+    boxes (when a labels input is given) and their indices (``output_bbox_indices``).
+    """
+
+    schema = Schema(
+        name="random_bbox_crop",
+        inputs=("boxes", "labels"),
+        min_inputs=1,
+        num_outputs=3,
+        args=(
+            Arg(
+                "thresholds",
+                "float_list",
+                (0.0,),
+                "Minimum overlap values to choose from.",
+                per_sample=False,
+            ),
+            Arg(
+                "threshold_type",
+                "str",
+                "iou",
+                "Meaning of thresholds: IoU with the window, or fraction of each box inside it.",
+                per_sample=False,
+                choices=("iou", "overlap"),
+            ),
+            Arg(
+                "aspect_ratio",
+                "float_list",
+                (1.0, 1.0),
+                "Window aspect ratio range(s) [min, max].",
+                per_sample=False,
+            ),
+            Arg(
+                "scaling",
+                "float_list",
+                (1.0, 1.0),
+                "Window extent range relative to the input.",
+                per_sample=False,
+            ),
+            Arg(
+                "ltrb",
+                "bool",
+                True,
+                "Deprecated: True = xyXY boxes, False = xyWH.",
+                per_sample=False,
+            ),
+            Arg(
+                "bbox_layout",
+                "str",
+                None,
+                "Box coordinate layout (default xyXY / xyzXYZ).",
+                per_sample=False,
+            ),
+            Arg(
+                "shape_layout",
+                "str",
+                None,
+                "Order of crop_shape / input_shape (default WH / WHD).",
+                per_sample=False,
+            ),
+            Arg("num_attempts", "int", 1, "Windows tried per drawn threshold.", per_sample=False),
+            Arg(
+                "total_num_attempts",
+                "int",
+                -1,
+                "Attempts in all before the best window is used.",
+                per_sample=False,
+            ),
+            Arg(
+                "all_boxes_above_threshold",
+                "bool",
+                True,
+                "Every box (else any) must reach it.",
+                per_sample=False,
+            ),
+            Arg(
+                "allow_no_crop",
+                "bool",
+                True,
+                "Not cropping is one of the outcomes.",
+                per_sample=False,
+            ),
+            Arg(
+                "crop_shape",
+                "int_list",
+                None,
+                "Fixed window extent (absolute, shape_layout order).",
+            ),
+            Arg("input_shape", "int_list", None, "Input extent (absolute, shape_layout order)."),
+            Arg(
+                "bbox_prune_threshold",
+                "float",
+                None,
+                "Prune boxes with at most this fraction inside (default: by centroid).",
+                per_sample=False,
+            ),
+            Arg(
+                "output_bbox_indices",
+                "bool",
+                False,
+                "Also output the kept boxes' indices.",
+                per_sample=False,
+            ),
+        ),
+    )
+
+    _num_inputs = 1
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        # the number of outputs depends on whether labels are given (num_outputs sees args only)
+        self._num_inputs = len(inputs)
+        return super().__call__(*inputs, **kwargs)
+
+    def num_outputs(self, args: Any) -> int:
+        return 3 + (self._num_inputs > 1) + bool(args.get("output_bbox_indices", False))
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict[str, Any]) -> None:
+        name = self.schema.display_name
+        given = set(args) | set(arg_inputs)
+        if "ltrb" in given and "bbox_layout" in given:
+            raise ValueError(
+                f"{name}: 'ltrb' and 'bbox_layout' cannot both be given (ltrb is deprecated)"
+            )
+        if ("crop_shape" in given) != ("input_shape" in given):
+            raise ValueError(f"{name}: 'crop_shape' and 'input_shape' must be given together")
+        if "crop_shape" in given:
+            for other in ("aspect_ratio", "scaling"):
+                if other in given:
+                    raise ValueError(
+                        f"{name}: argument '{other}' is incompatible with 'crop_shape'"
+                    )
+            if args.get("allow_no_crop"):
+                raise ValueError(f"{name}: 'allow_no_crop' is incompatible with 'crop_shape'")
+        thresholds = args.get("thresholds", (0.0,))
+        if not thresholds or any(not 0.0 <= t <= 1.0 for t in thresholds):
+            raise ValueError(
+                f"{name}: argument 'thresholds' needs values within [0, 1], got {thresholds}"
+            )
+        scaling = args.get("scaling", (1.0, 1.0))
+        if len(scaling) != 2 or not 0.0 <= scaling[0] <= scaling[1]:
+            raise ValueError(
+                f"{name}: argument 'scaling' must be [min, max] with 0 <= min <= max, got {scaling}"
+            )
+        ar = args.get("aspect_ratio", (1.0, 1.0))
+        if len(ar) not in (2, 6) or any(not 0.0 < ar[i] <= ar[i + 1] for i in range(0, len(ar), 2)):
+            raise ValueError(
+                f"{name}: argument 'aspect_ratio' must be 2 (or 6 for 3-D) values of [min, max] "
+                f"ranges with 0 < min <= max, got {ar}"
+            )
+        if args.get("num_attempts", 1) < 1:
+            raise ValueError(f"{name}: argument 'num_attempts' must be at least 1")
+        total = args.get("total_num_attempts", -1)
+        if "total_num_attempts" in args and total < 1:
+            raise ValueError(
+                f"{name}: argument 'total_num_attempts' must be at least 1, got {total}"
+            )
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        boxes = inputs[0]
+        if boxes.dtype is not None and boxes.dtype.kind != "f":
+            raise TypeError(f"{self.schema.display_name} expects float boxes, got {boxes.dtype}")
+        f32 = np.dtype(np.float32)
+        out = [Spec(f32, 1, None), Spec(f32, 1, None), Spec(f32, 2, None)]
+        if len(inputs) > 1:
+            out.append(inputs[1])
+        if node.arg("output_bbox_indices"):
+            out.append(Spec(np.dtype(np.int32), 1, None))
+        return out
+
+    def setup(self, node: OpNode, hints: Any = None, pipeline: Any = None) -> Any:
+        given = node.args
+        allow_no_crop = node.arg("allow_no_crop")
+        if "crop_shape" in given or "crop_shape" in node.arg_inputs:
+            allow_no_crop = False  # left at its default, it yields to the fixed window
+        return CropSearch(
+            thresholds=tuple(node.arg("thresholds")),
+            allow_no_crop=allow_no_crop,
+            threshold_type=node.arg("threshold_type"),
+            aspect_ratio=tuple(node.arg("aspect_ratio")),
+            scaling=tuple(node.arg("scaling")),
+            num_attempts=node.arg("num_attempts"),
+            total_num_attempts=node.arg("total_num_attempts"),
+            all_boxes_above_threshold=node.arg("all_boxes_above_threshold"),
+            bbox_prune_threshold=node.arg("bbox_prune_threshold"),
+        )
+
+    def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> tuple:
+        boxes = np.asarray(inputs[0])
+        ncoords = boxes.shape[-1] if boxes.ndim == 2 else 4
+        if boxes.ndim not in (1, 2) or ncoords not in (4, 6) or boxes.size % ncoords:
+            raise ValueError(f"expected boxes as (n, 4) or (n, 6) tensors, got shape {boxes.shape}")
+        ndim = ncoords // 2
+        layout = kernels.box_layout(args["bbox_layout"], args["ltrb"], ndim)
+        lo, hi = kernels.read_boxes(boxes, layout)
+        crop_shape = input_shape = None
+        if args["crop_shape"] is not None:
+            crop_shape, input_shape = self._shapes(args, ndim)
+        found = find_crop(ctx.state, lo, hi, ctx.rng, crop_shape, input_shape)
+        outputs: list[np.ndarray] = [
+            found.anchor.astype(np.float32),
+            found.shape.astype(np.float32),
+            kernels.write_boxes(found.lo, found.hi, layout),
+        ]
+        if len(inputs) > 1:
+            labels = np.asarray(inputs[1])
+            if len(labels) != len(lo):
+                raise ValueError(f"got {len(lo)} boxes but {len(labels)} labels")
+            outputs.append(labels[found.indices])
+        if args["output_bbox_indices"]:
+            outputs.append(found.indices.astype(np.int32))
+        return tuple(outputs)
+
+    @staticmethod
+    def _shapes(args: ArgView, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+        """crop_shape and input_shape in W, H, (D) order, checked."""
+        layout = args["shape_layout"] or _INTERNAL_SHAPE_LAYOUT[ndim]
+        internal = _INTERNAL_SHAPE_LAYOUT[ndim]
+        if sorted(layout) != sorted(internal):
+            raise ValueError(
+                f"argument 'shape_layout' must be a permutation of {internal!r}, got {layout!r}"
+            )
+        crop, full = np.asarray(args["crop_shape"]), np.asarray(args["input_shape"])
+        if crop.size != ndim or full.size != ndim:
+            raise ValueError(
+                f"'crop_shape' and 'input_shape' need {ndim} values, got {crop.size} and {full.size}"
+            )
+        order = [layout.index(c) for c in internal]
+        crop, full = crop.reshape(-1)[order], full.reshape(-1)[order]
+        if np.any(crop > full) or np.any(crop <= 0):
+            raise ValueError(
+                f"'crop_shape' {crop.tolist()} must be positive and fit 'input_shape' {full.tolist()}"
+            )
+        return crop.astype(np.int64), full.astype(np.int64)
