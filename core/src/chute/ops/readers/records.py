@@ -122,6 +122,7 @@ class Record:
     size: int
     name: str = ""
     error: str | None = None
+    parts: tuple = ()  # what a reader needs to cut the bytes into outputs (webdataset)
 
 
 @dataclass
