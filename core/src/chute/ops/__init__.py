@@ -22,9 +22,12 @@ from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
-from chute.ops.readers import file  # noqa: F401
-from chute.ops.readers import tfrecord  # noqa: F401
-from chute.ops.readers import webdataset  # noqa: F401
+from chute.ops.readers import (
+    file,  # noqa: F401
+    numpy_reader,  # noqa: F401
+    tfrecord,  # noqa: F401
+    webdataset,  # noqa: F401
+)
 from chute.ops.video import decoder, reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate
 

@@ -270,21 +270,26 @@ class RecordSource(ShardedSource):
         where = f"{self.paths[r.file]}:{r.offset}"
         return f"{where}:{r.name}" if r.name else where
 
+    def where(self, record: Record) -> str:
+        """The file and offset an error message names."""
+        return f"{self.paths[record.file]!r} at offset {record.offset}"
+
     def read_record(self, record: Record) -> list[np.ndarray]:
         """The outputs of one record; raises naming the file and offset when it is bad."""
-        where = f"{self.paths[record.file]!r} at offset {record.offset}"
+        where = self.where(record)
         if record.error is not None:
             raise ValueError(f"{self.node.label}: {where}: {record.error}")
         try:
-            data = self.ranges.read(record.file, record.offset, record.size)
+            return self.load(record)
         except OSError as exc:
-            raise OSError(
-                f"{self.node.label}: cannot read {where}: {exc.strerror or exc}"
-            ) from None
-        try:
-            return self.decode(data, record)
-        except (ValueError, OSError) as exc:
-            raise type(exc)(f"{self.node.label}: {where}: {exc}") from None
+            reason = exc.strerror or str(exc)
+            raise OSError(f"{self.node.label}: cannot read {where}: {reason}") from None
+        except ValueError as exc:
+            raise ValueError(f"{self.node.label}: {where}: {exc}") from None
+
+    def load(self, record: Record) -> list[np.ndarray]:
+        """Read the record's bytes and decode them (readers with other layouts override)."""
+        return self.decode(self.ranges.read(record.file, record.offset, record.size), record)
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(self.source_info)
