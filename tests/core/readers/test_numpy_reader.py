@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,13 +166,13 @@ def bad_files(tmp_path):
     paths = {name: str(tmp_path / f"{name}.npy") for name in ("good", "magic", "header", "short")}
     for p in paths.values():
         np.save(p, good)
-    raw = open(paths["good"], "rb").read()
-    open(paths["magic"], "wb").write(b"\x93NUMPZ" + raw[6:])
+    raw = Path(paths["good"]).read_bytes()
+    Path(paths["magic"]).write_bytes(b"\x93NUMPZ" + raw[6:])
     header_end = raw.index(b"}")
-    open(paths["header"], "wb").write(
+    Path(paths["header"]).write_bytes(
         raw[:10] + raw[10:header_end].replace(b"'shape'", b"'shope'") + raw[header_end:]
     )
-    open(paths["short"], "wb").write(raw[:-5])
+    Path(paths["short"]).write_bytes(raw[:-5])
     return paths, len(raw) - 32  # data offset: 128-byte v1 header
 
 
