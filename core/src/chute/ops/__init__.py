@@ -24,7 +24,7 @@ from chute.ops.detection import bbox_ops, one_hot, random_bbox_crop, roi_random_
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
 from chute.ops.noise import noise_ops  # noqa: F401
-from chute.ops.readers import file  # noqa: F401
+from chute.ops.readers import file, numpy_reader, tfrecord, webdataset  # noqa: F401
 from chute.ops.reductions import reduction_ops  # noqa: F401
 from chute.ops.tensors import constant_ops, sequence_ops, shape_ops  # noqa: F401
 from chute.ops.video import decoder, reader  # noqa: F401

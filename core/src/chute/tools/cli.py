@@ -1,4 +1,4 @@
-"""The ``chute`` command: ``chute demo``, ``chute bench``, ``chute check``, ``chute --version``.
+"""The ``chute`` command: ``chute demo``, ``bench``, ``check``, ``tfrecord2idx``, ``wds2idx``, ``--version``.
 
 Usage errors (a bad option value, an unknown system, ``--device gpu`` where there
 is no GPU) print one line, ``chute <command>: error: ...``, and exit with status 2.
@@ -164,6 +164,33 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tfrecord2idx(args: argparse.Namespace) -> int:
+    from chute.ops.readers import tfrecord_format
+
+    try:
+        tfrecord_format.write_index(args.index, tfrecord_format.scan(args.tfrecord))
+    except OSError as exc:
+        raise UsageError(f"{exc.filename or args.tfrecord}: {exc.strerror or exc}") from None
+    return 0
+
+
+def _wds2idx(args: argparse.Namespace) -> int:
+    from chute.ops.readers import wds_format
+
+    index = args.index or os.path.splitext(args.archive)[0] + ".idx"
+    try:
+        members, problem = wds_format.scan_tar(args.archive)
+        if problem is not None:
+            raise UsageError(f"{args.archive} at offset {problem.offset}: {problem.message}")
+        samples = wds_format.group_samples(members)
+        if not samples:
+            raise UsageError(f"{args.archive}: no samples (an empty archive)")
+        wds_format.write_index(index, samples)
+    except OSError as exc:
+        raise UsageError(f"{exc.filename or args.archive}: {exc.strerror or exc}") from None
+    return 0
+
+
 def _parser() -> Parser:
     from chute import __version__
     from chute.tools import check
@@ -206,6 +233,16 @@ def _parser() -> Parser:
     bench.set_defaults(run=_bench)
 
     check.add_parser(sub)  # chute check PATH [--no-recursive] [--jobs N] [--all] [--json]
+
+    tfr = sub.add_parser("tfrecord2idx", help="index a TFRecord file (DALI's tfrecord2idx format)")
+    tfr.add_argument("tfrecord", help="TFRecord file")
+    tfr.add_argument("index", help="index file to write")
+    tfr.set_defaults(run=_tfrecord2idx)
+
+    wds = sub.add_parser("wds2idx", help="index a webdataset tar archive (DALI's wds2idx, v1.2)")
+    wds.add_argument("archive", help="tar archive")
+    wds.add_argument("index", nargs="?", help="index file to write (default: archive's .idx)")
+    wds.set_defaults(run=_wds2idx)
     return parser
 
 

@@ -1,0 +1,220 @@
+"""fn.readers.numpy: arrays from .npy files, whole or a region of interest."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Any
+
+import numpy as np
+
+from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
+from chute.graph.schema import Arg, Schema
+from chute.graph.spec import Spec
+from chute.ops.readers.npy_format import NpyHeader, parse_header, read_array, roi_window
+from chute.ops.readers.records import RECORD_ARGS, Record, RecordSource, check_record_args
+from chute.runtime.operator import Operator
+from chute.runtime.registry import register
+
+ROI_ARGS = ("roi_start", "rel_roi_start", "roi_end", "rel_roi_end", "roi_shape", "rel_roi_shape")
+
+
+def _roi_arg(name: str, kind: str, doc: str) -> Arg:
+    return Arg(name, kind, None, doc, per_sample=False)
+
+
+@register(legacy=("numpy_reader",))
+class NumpyReader(Operator):
+    """Reads arrays from NumPy .npy files (every number and bool dtype, C or Fortran order).
+
+    The files come from ``file_root`` (every file below it matching
+    ``file_filter``, sorted), ``file_list`` (a text file of paths, one a line,
+    relative to ``file_root`` or else to the list's folder) or ``files``.
+    Fortran-order arrays come out in C order, big-endian ones in native order.
+    A region of interest (``roi_start`` / ``rel_roi_start`` with ``roi_end``,
+    ``rel_roi_end``, ``roi_shape`` or ``rel_roi_shape``, over ``roi_axes``) reads
+    only that part (C-order files: only the rows it covers); ``out_of_bounds_policy``
+    says what a region past the array's bounds does ("error", "trim_to_shape",
+    "pad" with ``fill_value``). ROI arguments are constants here (DALI also takes
+    them per sample). A malformed header or truncated data raises naming the file
+    and the offset, or is skipped with a report under ``on_error="skip"``.
+    """
+
+    kind = "source"
+    schema = Schema(
+        name="readers.numpy",
+        args=(
+            Arg("file_root", "str", None, "Folder of the files.", per_sample=False),
+            Arg(
+                "file_filter",
+                "str",
+                "*.npy",
+                "Glob of the files to take from file_root.",
+                per_sample=False,
+            ),
+            Arg("file_list", "str", None, "Text file of paths, one a line.", per_sample=False),
+            Arg("files", "str_list", None, "File paths.", per_sample=False),
+            _roi_arg("roi_start", "int_list", "Region start (absolute coordinates)."),
+            _roi_arg("rel_roi_start", "float_list", "Region start (fraction of the extent)."),
+            _roi_arg("roi_end", "int_list", "Region end, exclusive (absolute)."),
+            _roi_arg("rel_roi_end", "float_list", "Region end, exclusive (fraction)."),
+            _roi_arg("roi_shape", "int_list", "Region shape (absolute)."),
+            _roi_arg("rel_roi_shape", "float_list", "Region shape (fraction)."),
+            Arg(
+                "roi_axes",
+                "int_list",
+                (),
+                "Axes the ROI arguments refer to (default: all).",
+                per_sample=False,
+            ),
+            Arg(
+                "out_of_bounds_policy",
+                "str",
+                "error",
+                "A region out of bounds: 'error', 'trim_to_shape' or 'pad'.",
+                per_sample=False,
+                choices=("error", "trim_to_shape", "pad"),
+            ),
+            Arg(
+                "fill_value",
+                "float",
+                0.0,
+                "Padding value of out_of_bounds_policy='pad'.",
+                per_sample=False,
+            ),
+            Arg(
+                "cache_header_information",
+                "bool",
+                False,
+                "Keep each file's parsed header (files must not change while read).",
+                per_sample=False,
+            ),
+            Arg(
+                "register_buffers",
+                "bool",
+                True,
+                "Accepted for DALI compatibility (GPU).",
+                per_sample=False,
+            ),
+            *RECORD_ARGS,
+        ),
+    )
+
+    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
+        op = self.schema.display_name
+        if all(args.get(k) is None for k in ("file_root", "file_list", "files")):
+            raise ValueError(f"{op}: give file_root, file_list or files")
+        if args.get("files") is not None and args.get("file_list") is not None:
+            raise ValueError(f"{op}: give either files or file_list, not both")
+        for group in (("roi_start", "rel_roi_start"), ROI_ARGS[2:]):
+            given = [k for k in group if args.get(k) is not None]
+            if len(given) > 1:
+                raise ValueError(
+                    f"{op}: arguments {', '.join(map(repr, given))} are mutually exclusive"
+                )
+        check_record_args(op, args)
+
+    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
+        # the first file's header says the type; a file that differs fails where it is read
+        try:
+            path = list_numpy_files(node)[0]
+            with open(path, "rb") as f:
+                header = parse_header(lambda offset, size: (f.seek(offset), f.read(size))[1])
+        except (OSError, ValueError, IndexError):
+            return [Spec()]
+        return [Spec(header.dtype.newbyteorder("="), len(header.shape), None)]
+
+    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> NumpySource:
+        files = list_numpy_files(node)
+        on_error = node.args.get("on_error") or pipeline.on_error
+        return NumpySource(node, files, pipeline.batch_size, on_error)
+
+
+def list_numpy_files(node: OpNode) -> list[str]:
+    """The reader's files, in a stable order."""
+    root, label = node.arg("file_root"), node.label
+    if node.arg("files") is not None:
+        files = [os.path.join(root, f) if root else f for f in node.arg("files")]
+    elif node.arg("file_list") is not None:
+        listing = node.arg("file_list")
+        base = root if root is not None else os.path.dirname(listing)
+        try:
+            with open(listing, encoding="utf-8") as f:
+                names = [line.strip() for line in f]
+        except OSError as exc:
+            raise ValueError(
+                f"{label}: cannot read file_list {listing!r}: {exc.strerror}"
+            ) from None
+        files = [os.path.join(base, n) for n in names if n and not n.startswith("#")]
+    else:
+        if not os.path.isdir(root):
+            raise ValueError(f"{label}: file_root {root!r} is not a folder")
+        pattern = node.arg("file_filter")
+        files = []
+        for folder, dirs, names in os.walk(root):
+            dirs.sort()
+            files += [
+                os.path.join(folder, n) for n in sorted(names) if fnmatch.fnmatchcase(n, pattern)
+            ]
+    if not files:
+        raise ValueError(
+            f"{label}: no files found (file_root={root!r}, file_filter={node.arg('file_filter')!r})"
+        )
+    return files
+
+
+class NumpySource(RecordSource):
+    """The running numpy reader: one record per file; reads the header, then the region."""
+
+    def __init__(self, node: OpNode, files: list[str], batch_size: int, on_error: str):
+        root = node.arg("file_root")
+        names = [os.path.relpath(f, root) for f in files] if root else files
+        self.roi = {k: node.arg(k) for k in ROI_ARGS}
+        self.axes = tuple(node.arg("roi_axes") or ())
+        self.policy = node.arg("out_of_bounds_policy")
+        self.fill_value = node.arg("fill_value")
+        self.headers: dict[int, NpyHeader] | None = (
+            {} if node.arg("cache_header_information") else None
+        )
+        self.first: tuple[np.dtype, int] | None = None
+        records = [Record(i, 0, 0) for i in range(len(files))]
+        super().__init__(
+            node, files, records, batch_size, self._unused, self._empty, on_error, names
+        )
+
+    def _unused(self, data: np.ndarray, record: Record) -> list[np.ndarray]:
+        raise NotImplementedError  # load() reads the records itself
+
+    def _empty(self) -> list[np.ndarray]:
+        dtype, ndim = self.first or (np.dtype(np.uint8), 1)
+        return [np.zeros((0,) * ndim, dtype)]
+
+    def source_info(self, index: int) -> str:
+        return self.paths[self.records[index].file]
+
+    def where(self, record: Record) -> str:
+        return repr(self.paths[record.file])
+
+    def load(self, record: Record) -> list[np.ndarray]:
+        file = record.file
+
+        def read(offset: int, size: int) -> np.ndarray:
+            return self.ranges.read(file, offset, size)
+
+        header = self.headers.get(file) if self.headers is not None else None
+        if header is None:
+            header = parse_header(lambda offset, size: read(offset, size).tobytes())
+            if self.headers is not None:
+                self.headers[file] = header
+        window = roi_window(header.shape, self.roi, self.axes)
+        array = read_array(header, read, window, self.policy, self.fill_value)
+        kind = (array.dtype, array.ndim)
+        if self.first is None:
+            self.first = kind
+        elif kind != self.first:
+            raise ValueError(
+                f"holds {array.dtype} of {array.ndim} dims, the reader's first file "
+                f"{self.first[0]} of {self.first[1]} dims (a batch holds one type)"
+            )
+        return [array]
