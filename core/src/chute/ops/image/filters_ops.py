@@ -229,7 +229,9 @@ class MedianBlur(Operator):
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
-        window = args.get("window_size") or ()
+        if "window_size" not in args:
+            return
+        window = args["window_size"]
         if len(window) not in (1, 2) or any(w < 1 or w % 2 == 0 for w in window):
             raise ValueError(
                 "fn.experimental.median_blur: argument 'window_size' takes one or two odd "
@@ -293,12 +295,12 @@ class _Morphology(Operator):
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
         name = self.schema.display_name
-        size = args.get("mask_size") or ()
+        size = args.get("mask_size", (3, 3))
         if len(size) not in (1, 2) or any(s < 1 for s in size):
             raise ValueError(
                 f"{name}: argument 'mask_size' takes 1 or 2 positive values, got {size}"
             )
-        anchor = args.get("anchor") or ()
+        anchor = args.get("anchor", (-1, -1))
         if len(anchor) not in (1, 2):
             raise ValueError(f"{name}: argument 'anchor' takes 1 or 2 values, got {anchor}")
         if args.get("iterations", 1) < 1:
