@@ -27,6 +27,7 @@ from chute.ops.image.filters_kernels import (
 
 __all__ = [
     "BORDER_CODES",
+    "FrameImages",
     "SAMPLE_DTYPE",
     "filter_batch",
     "laplacian_batch",
@@ -248,7 +249,7 @@ def _kind(dtype: Any, op: str) -> int:
         ) from None
 
 
-class _Images:
+class FrameImages:
     """A batch's images (frames of FHWC samples flattened) as the kernels read them."""
 
     def __init__(self, batch: Any, op: str) -> None:
@@ -259,6 +260,10 @@ class _Images:
         self.channels, self.squeeze = 1, False
         dtypes, ndims, chans = set(), set(), set()
         frames = []
+        layout = (batch.layout() if hasattr(batch, "layout") else "") or ""
+        if layout.endswith("CHW"):
+            raise ValueError(f"{op}: on the GPU samples must be channels-last, got {layout}")
+        seq = layout.startswith("F")
         for i, a in enumerate(raw_samples(batch)):
             if not isinstance(a, cupy.ndarray):
                 a = cupy.asarray(a)
@@ -268,7 +273,7 @@ class _Images:
             a = cupy.ascontiguousarray(a)
             self.keepalive.append(a)
             dtypes.add(a.dtype)
-            images = list(a) if a.ndim == 4 else [a]
+            images = list(a) if a.ndim == 4 or (seq and a.ndim == 3) else [a]
             frames.append(len(images))
             for img in images:
                 c = img.shape[2] if img.ndim == 3 else 1
@@ -280,8 +285,8 @@ class _Images:
             raise ValueError(f"{op}: samples of a batch must share dtype, rank and channels")
         self.dtype = np.dtype(dtypes.pop()) if dtypes else np.dtype(np.uint8)
         self.channels = chans.pop() if chans else 1
-        self.squeeze = ndims == {2}
-        if ndims == {4}:
+        self.squeeze = ndims == {2} or (seq and ndims == {3})
+        if ndims == {4} or (seq and ndims == {3}):
             self.frames = frames
         self.sample_frames = frames
         self.ptrs = np.asarray(ptrs, np.uint64)
@@ -319,7 +324,7 @@ def sample_table(
 
 def _run(
     name: str,
-    images: _Images,
+    images: FrameImages,
     table: np.ndarray,
     out_hw: np.ndarray,
     out_dtype: Any,
@@ -350,7 +355,8 @@ def _run(
         for f in images.frames:
             h, w = (int(v) for v in out_hw[row]) if f else (0, 0)
             start = int(offsets[row]) if f else 0
-            result.append(out[start : start + f * h * w * c].reshape(f, h, w, c))
+            shape = (f, h, w) if images.squeeze else (f, h, w, c)
+            result.append(out[start : start + f * h * w * c].reshape(shape))
             row += f
     return gpu_batch(result, layout, ctx)
 
@@ -363,7 +369,7 @@ def _host_samples(batch: Any) -> list[np.ndarray]:
 def filter_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.filter on the GPU: one correlation launch over every image (frame) of the batch."""
     op = "fn.filter"
-    images = _Images(inputs[0], op)
+    images = FrameImages(inputs[0], op)
     filters = _host_samples(inputs[1])
     n = len(filters)
     fills = [0.0] * n
@@ -427,7 +433,7 @@ def filter_batch(inputs: list, args: Any, ctx: Any) -> Any:
 def laplacian_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.laplacian on the GPU: each sample's summed 2-D kernel, one correlation launch."""
     op = "fn.laplacian"
-    images = _Images(inputs[0], op)
+    images = FrameImages(inputs[0], op)
     cache: dict = {}
     kernels = []
     columns = zip(args.column("window_size"), args.column("smoothing_size"), args.column("scale"))
@@ -475,7 +481,7 @@ def laplacian_batch(inputs: list, args: Any, ctx: Any) -> Any:
 def median_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.experimental.median_blur on the GPU: one launch, replicated border."""
     op = "fn.experimental.median_blur"
-    images = _Images(inputs[0], op)
+    images = FrameImages(inputs[0], op)
     windows = []
     for w in images.per_image(list(args.column("window_size"))):
         ww, wh = as_pair(w, "window_size")
@@ -502,7 +508,7 @@ def median_batch(inputs: list, args: Any, ctx: Any) -> Any:
 def morphology_batch(kind: str, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.experimental.dilate / erode on the GPU: one launch over the enlarged rectangles."""
     op = f"fn.experimental.{kind}"
-    images = _Images(inputs[0], op)
+    images = FrameImages(inputs[0], op)
     iterations = int(args["iterations"])
     windows, anchors = [], []
     for size, anchor in zip(

@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.image._layouts import map_images
 from chute.ops.image.filters_kernels import (
     FILTER_BORDERS,
     MORPH_BORDERS,
@@ -38,17 +40,18 @@ def _image_spec(op: str, spec: Spec) -> None:
         raise ValueError(f"{op}: expected HW, HWC or FHWC samples, got {spec.ndim} dims")
 
 
-def _per_frame(image: np.ndarray, run: Any) -> np.ndarray:
-    """Apply ``run(frame, index)`` to each frame of an FHWC sample, or once to an image."""
-    if image.ndim == 4:
-        return np.stack([run(frame, f) for f, frame in enumerate(image)])
-    if image.ndim not in (2, 3):
-        raise ValueError(f"expected an HW, HWC or FHWC sample, got shape {image.shape}")
-    return run(image, None)
+class _LayoutAware(Operator):
+    """Remembers each node's input layout at build time (handed back as ``ctx.state``)."""
+
+    def _remember(self, node: OpNode, spec: Spec) -> None:
+        self.__dict__.setdefault("_layouts", {})[node.id] = spec.layout
+
+    def setup(self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None) -> Any:
+        return self.__dict__.get("_layouts", {}).get(node.id)
 
 
 @register
-class Filter(Operator):
+class Filter(_LayoutAware):
     """Convolves the image with the provided filter (a correlation: the filter is not flipped).
 
     Inputs: ``data`` (HW, HWC or FHWC), ``filter`` (a float32 2-D array per sample, or one
@@ -99,6 +102,7 @@ class Filter(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         spec = inputs[0]
         _image_spec("fn.filter", spec)
+        self._remember(node, spec)
         if spec.dtype is not None and np.dtype(spec.dtype) not in _FILTER_TYPES:
             raise TypeError(
                 f"fn.filter: input type must be one of int8, uint8, int16, uint16, float16, "
@@ -119,7 +123,7 @@ class Filter(Operator):
             fill = float(fill_arr[0])
         if image.dtype not in _FILTER_TYPES:
             raise TypeError(f"fn.filter: unsupported input type {image.dtype}")
-        per_frame = image.ndim == 4 and kernels.ndim == 3
+        per_frame = (ctx.state or "F" * (image.ndim == 4)).startswith("F") and kernels.ndim == 3
         if kernels.ndim != 2 and not per_frame:
             raise ValueError(
                 f"fn.filter: argument 'filter' must be a 2-D array (or one per frame of a "
@@ -135,7 +139,7 @@ class Filter(Operator):
             k = kernels[f] if per_frame else kernels
             return filter2d(frame, k, args["anchor"], args["border"], fill, args["mode"], dtype)
 
-        return _per_frame(image, run)
+        return map_images(image, ctx.state, run, "fn.filter")
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops.image import filters_gpu
@@ -144,7 +148,7 @@ class Filter(Operator):
 
 
 @register
-class Laplacian(Operator):
+class Laplacian(_LayoutAware):
     """Computes the Laplacian of an input: the sum of second derivatives along H and W.
 
     Each partial derivative is a separable convolution: a second-derivative window of
@@ -193,6 +197,7 @@ class Laplacian(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         spec = inputs[0]
         _image_spec("fn.laplacian", spec)
+        self._remember(node, spec)
         dtype = node.arg("dtype")
         return [spec.with_(dtype=dtype) if dtype is not None else spec]
 
@@ -205,7 +210,7 @@ class Laplacian(Operator):
             args["normalized_kernel"],
             args["dtype"] or image.dtype,
         )
-        return _per_frame(image, lambda frame, _f: laplacian(frame, *params))
+        return map_images(image, ctx.state, lambda im, _f: laplacian(im, *params), "fn.laplacian")
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops.image import filters_gpu
@@ -214,7 +219,7 @@ class Laplacian(Operator):
 
 
 @register
-class MedianBlur(Operator):
+class MedianBlur(_LayoutAware):
     """Median blur: each pixel becomes the median of its (W, H) window, per channel.
 
     Pixels outside the image replicate the edge. ``window_size`` is one odd value or
@@ -240,11 +245,17 @@ class MedianBlur(Operator):
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         _image_spec("fn.experimental.median_blur", inputs[0])
+        self._remember(node, inputs[0])
         return [inputs[0]]
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
         window = args["window_size"]
-        return _per_frame(inputs[0], lambda frame, _f: median_blur(frame, window))
+        return map_images(
+            inputs[0],
+            ctx.state,
+            lambda im, _f: median_blur(im, window),
+            "fn.experimental.median_blur",
+        )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops.image import filters_gpu
@@ -290,7 +301,7 @@ def _morph_schema(name: str, what: str) -> Schema:
     )
 
 
-class _Morphology(Operator):
+class _Morphology(_LayoutAware):
     op = "dilate"
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -310,11 +321,17 @@ class _Morphology(Operator):
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         _image_spec(self.schema.display_name, inputs[0])
+        self._remember(node, inputs[0])
         return [inputs[0]]
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
         params = (args["mask_size"], args["anchor"], args["iterations"], args["border_mode"])
-        return _per_frame(inputs[0], lambda frame, _f: morphology(frame, self.op, *params))
+        return map_images(
+            inputs[0],
+            ctx.state,
+            lambda im, _f: morphology(im, self.op, *params),
+            self.schema.display_name,
+        )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops.image import filters_gpu
