@@ -42,3 +42,12 @@ def test_jpeg_distortion_gpu_matches_cpu():
     cpu, gpu = run_both(lambda x: fn.jpeg_compression_distortion(x, quality=30), data)
     for a, b in zip(cpu, gpu):
         np.testing.assert_array_equal(b, a)
+
+
+def test_equalize_gpu_fhw_sequences():
+    rng = np.random.default_rng(2)
+    seqs = [rng.integers(0, 256, (f, 9, 11)).astype(np.uint8) for f in (2, 3)]
+    cpu, gpu = run_both(lambda x: fn.equalize(x), seqs, layout="FHW")
+    for a, b in zip(cpu, gpu):
+        assert b.shape == a.shape
+        np.testing.assert_array_equal(b, a)

@@ -331,3 +331,16 @@ def test_experimental_names_are_generated_from_the_schema():
     np.testing.assert_array_equal(
         out.at(0), ndimage.median_filter(data[0], (3, 3, 1), mode="nearest")
     )
+
+
+def test_chw_layout_is_filtered_per_plane():
+    data = [np.moveaxis(img, -1, 0).copy() for img in images(3, np.float32)]
+    k = kernels_for(len(data), [(3, 3)])
+    out = run(lambda x, kk: fn.filter(x, kk), data, layout="CHW", kk=k)
+    med = run(lambda x: fn.experimental.median_blur(x), data, layout="CHW")
+    for img, kk, o, m in zip(data, k, out, med):
+        hwc = np.moveaxis(img, 0, -1)
+        ref = correlate_ref(hwc, kk.astype(np.float64))
+        np.testing.assert_allclose(o, np.moveaxis(ref, -1, 0), atol=1e-4)
+        ref_m = ndimage.median_filter(hwc, size=(3, 3, 1), mode="nearest")
+        np.testing.assert_array_equal(m, np.moveaxis(ref_m, -1, 0))
