@@ -142,3 +142,13 @@ def test_names():
     assert ops.experimental.Equalize.schema.name == "experimental.equalize"
     assert ops.GridMask.schema.name == "grid_mask"
     assert ops.JpegCompressionDistortion.schema.name == "jpeg_compression_distortion"
+
+
+def test_equalize_lut_equals_opencv_on_random_histograms():
+    from chute.ops.image.distortion_kernels import equalize_lut
+
+    rng = np.random.default_rng(9)
+    for size in (1, 2, 7, 100, 1000):
+        img = rng.integers(0, rng.integers(1, 256) + 1, (1, size)).astype(np.uint8)
+        hist = np.bincount(img.ravel(), minlength=256)
+        np.testing.assert_array_equal(equalize_lut(hist)[img], cv2.equalizeHist(img))

@@ -109,13 +109,14 @@ extern "C" __global__ void make_lut(const unsigned int *hist, unsigned char *lut
         for (int i = 0; i < 256; i++) l[i] = (unsigned char)i;
         return;
     }
-    double scale = 255.0 / (double)(total - h[low]);
-    long long sum = 0;
+    // float arithmetic and round-half-even, as OpenCV's equalizeHist
+    float scale = 255.f / (float)(total - h[low]);
+    int sum = 0;
     for (int i = 0; i <= low; i++) l[i] = 0;
     for (int i = low + 1; i < 256; i++) {
         sum += h[i];
-        double v = floor((double)sum * scale + 0.5);
-        l[i] = (unsigned char)(v > 255.0 ? 255.0 : v);
+        float v = rintf((float)sum * scale);
+        l[i] = (unsigned char)fminf(fmaxf(v, 0.f), 255.f);
     }
 }
 

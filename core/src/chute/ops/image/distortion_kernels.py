@@ -2,7 +2,7 @@
 
 * ``equalize``: per-channel histogram equalization of uint8 images, OpenCV's rule
   (``cv2.equalizeHist``): the lowest occupied level maps to 0, the others to
-  ``round(255 * cdf_above_lowest / (count - count_of_lowest))``; a one-level channel is
+  ``rint(255 * cdf_above_lowest / (count - count_of_lowest))`` in float32; a one-level channel is
   unchanged.
 * ``jpeg_distort``: RGB image -> JPEG at ``quality`` (clamped to 1..100) -> RGB.
 * ``grid_mask``: zeroes the squares of a grid rotated by ``angle`` and shifted by
@@ -27,9 +27,10 @@ def equalize_lut(hist: np.ndarray) -> np.ndarray:
     if total == 0 or hist[occupied[0]] == total:
         return np.arange(256, dtype=np.uint8)
     low = int(occupied[0])
-    scale = 255.0 / (total - hist[low])
-    cdf = np.cumsum(hist) - hist[: low + 1].sum()
-    lut = np.clip(np.floor(cdf * scale + 0.5), 0, 255).astype(np.uint8)
+    # float32 and round-half-even, as OpenCV's equalizeHist
+    scale = np.float32(255.0) / np.float32(total - hist[low])
+    cdf = (np.cumsum(hist) - hist[: low + 1].sum()).astype(np.float32)
+    lut = np.clip(np.rint(cdf * scale), 0, 255).astype(np.uint8)
     lut[: low + 1] = 0
     return lut
 
