@@ -1,0 +1,99 @@
+"""CPU kernels of fn.equalize, fn.jpeg_compression_distortion and fn.grid_mask.
+
+* ``equalize``: per-channel histogram equalization of uint8 images, OpenCV's rule
+  (``cv2.equalizeHist``): the lowest occupied level maps to 0, the others to
+  ``rint(255 * cdf_above_lowest / (count - count_of_lowest))`` in float32; a one-level channel is
+  unchanged.
+* ``jpeg_distort``: RGB image -> JPEG at ``quality`` (clamped to 1..100) -> RGB.
+* ``grid_mask``: zeroes the squares of a grid rotated by ``angle`` and shifted by
+  (``shift_x``, ``shift_y``) after the rotation: pixel (x, y) maps to grid coordinates
+  ``u = (x cos a + y sin a - shift_x) / tile``, ``v = (-x sin a + y cos a - shift_y) / tile``
+  and is zeroed when both ``frac(u)`` and ``frac(v)`` are below ``ratio``.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+__all__ = ["equalize", "equalize_lut", "grid_mask", "grid_mask_keep", "jpeg_distort"]
+
+
+def equalize_lut(hist: np.ndarray) -> np.ndarray:
+    """The 256-entry uint8 table that equalizes a channel with histogram ``hist``."""
+    hist = np.asarray(hist, np.int64)
+    total = int(hist.sum())
+    occupied = np.flatnonzero(hist)
+    if total == 0 or hist[occupied[0]] == total:
+        return np.arange(256, dtype=np.uint8)
+    low = int(occupied[0])
+    # float32 and round-half-even, as OpenCV's equalizeHist
+    scale = np.float32(255.0) / np.float32(total - hist[low])
+    cdf = (np.cumsum(hist) - hist[: low + 1].sum()).astype(np.float32)
+    lut = np.clip(np.rint(cdf * scale), 0, 255).astype(np.uint8)
+    lut[: low + 1] = 0
+    return lut
+
+
+def equalize(image: np.ndarray) -> np.ndarray:
+    """Histogram-equalize each channel of an HW / HWC uint8 image (OpenCV's rule)."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8:
+        raise TypeError(f"equalize takes uint8 images, got {image.dtype}")
+    if image.ndim == 2:
+        return cv2.equalizeHist(np.ascontiguousarray(image))
+    if image.ndim != 3:
+        raise ValueError(f"expected an HW or HWC image, got shape {image.shape}")
+    out = np.empty_like(image)
+    for c in range(image.shape[2]):
+        out[..., c] = cv2.equalizeHist(np.ascontiguousarray(image[..., c]))
+    return out
+
+
+def jpeg_distort(image: np.ndarray, quality: int) -> np.ndarray:
+    """Encode an RGB HWC uint8 image as JPEG at ``quality`` (clamped to 1..100), decode it."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f"expected an RGB HWC uint8 image, got {image.dtype} {image.shape}")
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        return image.copy()
+    q = int(min(max(int(quality), 1), 100))
+    bgr = np.ascontiguousarray(image[..., ::-1])
+    ok, encoded = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, q])
+    if not ok:
+        raise ValueError(f"JPEG encoding failed for an image of shape {image.shape}")
+    decoded = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
+    return np.ascontiguousarray(decoded[..., ::-1])
+
+
+def grid_mask_keep(
+    h: int, w: int, tile: int, ratio: float, angle: float, shift_x: float, shift_y: float
+) -> np.ndarray:
+    """(h, w) bool: True where grid_mask keeps the pixel."""
+    if tile < 1:
+        raise ValueError(f"argument 'tile' must be at least 1, got {tile}")
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"argument 'ratio' must be in [0, 1], got {ratio}")
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    ca, sa = np.cos(angle), np.sin(angle)
+    u = (x * ca + y * sa - shift_x) / tile
+    v = (-x * sa + y * ca - shift_y) / tile
+    return ~((u - np.floor(u) < ratio) & (v - np.floor(v) < ratio))
+
+
+def grid_mask(
+    image: np.ndarray,
+    tile: int = 100,
+    ratio: float = 0.5,
+    angle: float = 0.0,
+    shift_x: float = 0.0,
+    shift_y: float = 0.0,
+) -> np.ndarray:
+    """Zero the grid's squares in an HW / HWC image (see the module's docstring)."""
+    image = np.asarray(image)
+    if image.ndim not in (2, 3):
+        raise ValueError(f"expected an HW or HWC image, got shape {image.shape}")
+    keep = grid_mask_keep(image.shape[0], image.shape[1], tile, ratio, angle, shift_x, shift_y)
+    if image.ndim == 3:
+        keep = keep[..., None]
+    return np.where(keep, image, np.zeros((), image.dtype))
