@@ -262,7 +262,8 @@ class Iterator:
             batch, self._first = self._first, None
             return batch
         if self._ended:
-            if not self.auto_reset and not self._warned_ended:
+            # DALI's iterators stop quietly; chute's own warn once that reset() is due
+            if not self.auto_reset and not self._warned_ended and not self.dali_conventions:
                 self._warned_ended = True
                 warnings.warn(
                     "Iterator: the epoch has ended and auto_reset is off, so this is an empty "
