@@ -6,8 +6,8 @@ import tempfile
 import torch
 
 from chute import fn, pipeline_def, types
-from chute.torch import DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy
 from chute.tools.sample_data import make_imagenet_like
+from chute.torch import DALIClassificationIterator, DALIGenericIterator, LastBatchPolicy
 
 # preamble: a small ImageNet-like folder instead of DALI_extra's images
 image_dir = make_imagenet_like(tempfile.mkdtemp(), n=int(sys.argv[1]) if len(sys.argv) > 1 else 20)

@@ -48,4 +48,4 @@ model = tf.keras.Sequential(
 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 history = model.fit(dataset, epochs=2, steps_per_epoch=3, verbose=0)
 losses = history.history["loss"]
-print("epochs trained:", len(losses), "finite loss:", all(l == l for l in losses))
+print("epochs trained:", len(losses), "finite loss:", all(value == value for value in losses))

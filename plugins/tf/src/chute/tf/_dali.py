@@ -161,7 +161,7 @@ def make_dataset(
     return ds.map(lambda *x: x[0]) if single else ds
 
 
-def DALIDataset(  # noqa: N802 - DALI's name for a function that returns a dataset
+def DALIDataset(
     pipeline: Pipeline,
     output_dtypes: tf.DType | Sequence[tf.DType] | None = None,
     output_shapes: Any = None,
@@ -268,6 +268,6 @@ class _IteratorOp:
         return result
 
 
-def DALIIterator() -> _IteratorOp:  # noqa: N802 - DALI's name
+def DALIIterator() -> _IteratorOp:
     """DALI's ``DALIIterator()``: the op wrapper; ``DALIIterator()(pipeline=pipe, ...)`` gives a batch."""
     return _IteratorOp()

@@ -69,7 +69,7 @@ class _Feed:
         return samples
 
 
-def DALIDatasetWithInputs(  # noqa: N802 - DALI's name for a function that returns a dataset
+def DALIDatasetWithInputs(
     pipeline: Pipeline,
     output_dtypes: Any = None,
     output_shapes: Any = None,
