@@ -11,6 +11,7 @@ framework.
 from __future__ import annotations
 
 import abc
+import json
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "Iterator",
     "LastBatchPolicy",
     "PipelineSource",
+    "as_auto_reset",
     "as_policy",
     "empty_batch",
     "output_specs",
@@ -91,6 +93,24 @@ def as_policy(value: LastBatchPolicy | str) -> LastBatchPolicy:
         ) from None
 
 
+def as_auto_reset(value: bool | str | None) -> bool:
+    """DALI's ``auto_reset``: True or "yes" resets at the end of an epoch; False, None or "no" not."""
+    if value is None or value is False or value == "no":
+        return False
+    if value is True or value == "yes":
+        return True
+    raise ValueError(f"auto_reset must be True, False, None, 'yes' or 'no', got {value!r}")
+
+
+FILL_LAST_BATCH_DEPRECATED = (
+    "Please do not use `fill_last_batch` and use `last_batch_policy` instead."  # DALI's words
+)
+SIZE_WITHOUT_READER = (
+    "Please set `reader_name` and don't set last_batch_padded and size manually whenever "
+    "possible: with size, some samples may be missed or repeated across shards"
+)
+
+
 class Iterator:
     """Runs one or more pipelines (one per device) and yields a list of :class:`Batch` dicts.
 
@@ -100,7 +120,16 @@ class Iterator:
     identical on every shard), from ``size`` (samples per epoch of this
     shard), or — with neither — from the pipeline raising StopIteration.
     ``output_map`` names the pipeline outputs in order.
+
+    As in DALI: ``size`` is the property DALI computes (samples per shard and
+    epoch, rounded as DALI rounds them; -1 when unknown), ``checkpoints()``
+    gives one serialized state per pipeline. Subclasses that carry DALI's
+    names set ``dali_conventions``: ``iter()`` on an ended epoch starts the
+    next one, ``size`` without ``reader_name`` warns as DALI does, and an
+    iterator of unknown length hands on short batches as they come.
     """
+
+    dali_conventions = False
 
     def __init__(
         self,
@@ -123,14 +152,31 @@ class Iterator:
         if len(set(self.output_map)) != len(self.output_map):
             raise ValueError(f"Iterator: output_map has repeated names: {self.output_map}")
         if fill_last_batch is not None:  # DALI's older spelling
+            warnings.warn(FILL_LAST_BATCH_DEPRECATED, Warning, stacklevel=2)
             last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else LastBatchPolicy.PARTIAL
         self.policy = as_policy(last_batch_policy)
-        self.auto_reset = auto_reset not in (False, "no", None)
+        self.auto_reset = as_auto_reset(auto_reset)
         self.last_batch_padded = last_batch_padded
+        self.dynamic_shape = dynamic_shape  # DALI keeps it for compatibility only
         self.reader_name = reader_name
-        self.size = size
+        self._samples = int(size)  # samples per epoch of this shard, as given
+        if self._samples == 0:
+            raise ValueError("Iterator: size cannot be 0 (give -1, or leave it out, for unknown)")
         if reader_name is not None and size > 0:
             raise ValueError("Iterator: give reader_name or size, not both")
+        if reader_name is not None and last_batch_padded:
+            raise ValueError(
+                "Iterator: with reader_name, last_batch_padded comes from the reader "
+                "(its pad_last_batch); do not set it"
+            )
+        if self.dali_conventions and reader_name is None:
+            if size > 0:
+                warnings.warn(SIZE_WITHOUT_READER, Warning, stacklevel=2)
+            elif len(self.pipelines) > 1:
+                raise ValueError(
+                    "Iterator: several pipelines need reader_name or size (epochs of unknown "
+                    "length work with one pipeline only)"
+                )
         for pipe in self.pipelines:
             outputs = len(pipe.output_specs())
             if outputs != len(self.output_map):
@@ -142,11 +188,14 @@ class Iterator:
         # what is known of each output before it runs; the first batch fills in the rest
         self.specs = output_specs(self.pipelines[0], self.output_map)
         self._batches = self._epoch_length()
+        self._size = self._dali_size()
         self.epoch = 0
         self._batch_in_epoch = 0
         self._ended = False
         self._first: list[Batch] | None = None
+        self._initial_checkpoints: list[str] | None = None
         if prepare_first_batch and self._batches != 0:
+            self._initial_checkpoints = self.checkpoints()
             try:
                 self._first = self._step()
             except StopIteration:
@@ -164,12 +213,31 @@ class Iterator:
                     f"Iterator: the pipelines' readers give different epoch lengths {lengths}"
                 )
             return lengths.pop()
-        if self.size > 0:
+        if self._samples > 0:
             per_step = self.batch_size * len(self.pipelines)
             if self.policy is LastBatchPolicy.DROP:
-                return self.size // per_step
-            return math.ceil(self.size / per_step)
+                return self._samples // per_step
+            return math.ceil(self._samples / per_step)
         return None
+
+    def _dali_size(self) -> int:
+        # DALI's iterator `size`: with a reader, the samples one shard reads per epoch, rounded
+        # up to whole batches unless the reader pads (pad_last_batch) or the policy drops
+        if self.reader_name is None:
+            return self._samples
+        meta = self.pipelines[0].reader_meta(self.reader_name)
+        self.last_batch_padded = bool(meta.get("pad_last_batch", False))
+        samples, shards = meta["epoch_size"], meta["number_of_shards"]
+        if self.policy is LastBatchPolicy.DROP:
+            return samples // shards
+        if self.last_batch_padded:
+            return meta["epoch_size_padded"] // shards
+        return math.ceil(math.ceil(samples / shards) / self.batch_size) * self.batch_size
+
+    @property
+    def size(self) -> int:
+        """DALI's ``size``: samples of one shard per epoch (reader's, rounded as DALI does), or -1."""
+        return self._size
 
     def __len__(self) -> int:
         """Batches per epoch: the same in every epoch and on every shard."""
@@ -181,14 +249,21 @@ class Iterator:
     _warned_ended = False  # warned once that an ended epoch is iterated again without reset
 
     def __iter__(self) -> Iterator:
+        # DALI: iter() on an iterator whose epoch ended starts the next epoch
+        if self.dali_conventions and self._finished():
+            self.reset()
         return self
+
+    def _finished(self) -> bool:
+        return self._ended or (self._batches is not None and self._batch_in_epoch >= self._batches)
 
     def __next__(self) -> list[Batch]:
         if self._first is not None:
             batch, self._first = self._first, None
             return batch
         if self._ended:
-            if not self.auto_reset and not self._warned_ended:
+            # DALI's iterators stop quietly; chute's own warn once that reset() is due
+            if not self.auto_reset and not self._warned_ended and not self.dali_conventions:
                 self._warned_ended = True
                 warnings.warn(
                     "Iterator: the epoch has ended and auto_reset is off, so this is an empty "
@@ -222,7 +297,11 @@ class Iterator:
                 self._learn_specs(outputs)
             if self.policy is LastBatchPolicy.PARTIAL and real < len(outputs[0]):
                 outputs = tuple(o.head(real) for o in outputs)
-            elif self.policy is LastBatchPolicy.FILL and len(outputs[0]) < self.batch_size:
+            elif (
+                self.policy is LastBatchPolicy.FILL
+                and len(outputs[0]) < self.batch_size
+                and not (self.dali_conventions and self._batches is None)
+            ):
                 outputs = tuple(o.repeat_last(self.batch_size) for o in outputs)
             batch = Batch(
                 {name: self.convert(o, name) for name, o in zip(self.output_map, outputs)}
@@ -245,9 +324,9 @@ class Iterator:
     def _real_count(self, meta: list[dict], n: int, pipe_index: int) -> int:
         if meta and "real" in meta[0]:
             return sum(1 for m in meta if m.get("real", True))
-        if self.size > 0:
+        if self._samples > 0:
             per_step = self.batch_size * len(self.pipelines)
-            left = self.size - self._batch_in_epoch * per_step - pipe_index * self.batch_size
+            left = self._samples - self._batch_in_epoch * per_step - pipe_index * self.batch_size
             return max(0, min(n, left))
         return n
 
@@ -261,9 +340,7 @@ class Iterator:
 
     def reset(self) -> None:
         """Start the next epoch (after StopIteration, or cutting the current one short)."""
-        finished = self._ended or (
-            self._batches is not None and self._batch_in_epoch >= self._batches
-        )
+        finished = self._finished()
         for pipe in self.pipelines:
             if self.reader_name is not None:
                 if not finished:
@@ -297,6 +374,32 @@ class Iterator:
         self._batch_in_epoch = state["batch_in_epoch"]
         self._ended = state["ended"]
         self._first = None
+
+    def checkpoints(self) -> list[str]:
+        """DALI's ``checkpoints()``: one serialized checkpoint (a JSON string) per pipeline.
+
+        Each holds the pipeline's state and this iterator's position; before the
+        first batch is taken it is the state at construction. Give the list to
+        :meth:`load_checkpoints` of an iterator over pipelines built the same way.
+        """
+        if self._first is not None and self._initial_checkpoints is not None:
+            return list(self._initial_checkpoints)
+        position = {
+            "epoch": self.epoch,
+            "batch_in_epoch": self._batch_in_epoch,
+            "ended": self._ended,
+        }
+        return [
+            json.dumps({"iterator": position, "pipeline": pipe.state_dict()})
+            for pipe in self.pipelines
+        ]
+
+    def load_checkpoints(self, checkpoints: Sequence[str]) -> None:
+        """Continue from :meth:`checkpoints` output: the next batch is the one that came next."""
+        states = [json.loads(c) for c in checkpoints]
+        self.load_state_dict(
+            {**states[0]["iterator"], "pipelines": [s["pipeline"] for s in states]}
+        )
 
 
 class FrameworkIterator(Iterator, abc.ABC):

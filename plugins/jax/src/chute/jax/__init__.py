@@ -10,6 +10,11 @@ several devices (one pipeline per device); ``@data_iterator`` builds those
 pipelines with the right ``shard_id`` / ``num_shards``. A callable
 ``pipeline_fn(shard_id=..., num_shards=...)`` given as ``pipelines`` is built
 with :func:`shard_info` (jax process index / count).
+
+DALI's names work too (``from nvidia.dali.plugin.jax import X`` ports to
+``from chute.jax import X``): ``DALIGenericIterator``, ``data_iterator``,
+``LastBatchPolicy``, and ``chute.jax.clu.peekable_data_iterator`` /
+``DALIGenericPeekableIterator``.
 """
 
 from __future__ import annotations
@@ -19,8 +24,20 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("chute.jax needs jax; install it with: pip install jax") from exc
 
-from chute.jax._decorator import data_iterator
+from chute.jax import clu
+from chute.jax._dali import DALIGenericIterator, DALIGenericPeekableIterator
+from chute.jax._decorator import data_iterator, peekable_data_iterator
 from chute.jax._iterator import DataIterator, shard_info, to_jax
 from chute.types import LastBatchPolicy
 
-__all__ = ["DataIterator", "LastBatchPolicy", "data_iterator", "shard_info", "to_jax"]
+__all__ = [
+    "DALIGenericIterator",
+    "DALIGenericPeekableIterator",
+    "DataIterator",
+    "LastBatchPolicy",
+    "clu",
+    "data_iterator",
+    "peekable_data_iterator",
+    "shard_info",
+    "to_jax",
+]

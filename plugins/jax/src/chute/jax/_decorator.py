@@ -1,4 +1,4 @@
-"""``@chute.jax.data_iterator``: a pipeline function becomes a factory of sharded DataIterators."""
+"""``@chute.jax.data_iterator`` (DALI's decorator): a pipeline function becomes an iterator factory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-from chute.jax._iterator import DataIterator, batch_devices, shard_info, slice_devices
+from chute.jax._dali import DALIGenericIterator, DALIGenericPeekableIterator
+from chute.jax._iterator import batch_devices, shard_info, slice_devices
 from chute.pipeline import PIPELINE_ARGS, pipeline_def
 from chute.types import LastBatchPolicy
 
@@ -24,12 +25,15 @@ def data_iterator(
     prepare_first_batch: bool = True,
     sharding: jax.sharding.Sharding | None = None,
     pad_ragged: bool = False,
+    **decorator_kwargs: Any,
 ) -> Callable:
-    """Turn a pipeline definition function into a function that returns a :class:`DataIterator`.
+    """Turn a pipeline definition function into a function that returns a :class:`DALIGenericIterator`.
 
-    The decorator takes the iterator's arguments; the returned function takes
-    the pipeline's (``batch_size``, ``num_threads``, ``seed``, ...) and the
-    definition function's own. ``batch_size`` is the global batch: with
+    DALI's decorator. It takes the iterator's arguments and, as
+    ``decorator_kwargs``, pipeline arguments (``batch_size``, ``num_threads``,
+    ``seed``, ...); the returned function takes the remaining pipeline
+    arguments and the definition function's own (an argument given both to
+    the decorator and to the call is a ValueError, as in DALI). ``batch_size`` is the global batch: with
     ``sharding`` it is split evenly over the devices that hold batch slices,
     one pipeline per device. If the definition function has ``shard_id`` /
     ``num_shards`` parameters, they receive each pipeline's shard: its
@@ -45,11 +49,75 @@ def data_iterator(
         iterator = iterator_fn(batch_size=64, num_threads=4, seed=0)
     """
 
+    return _decorator(
+        DALIGenericIterator,
+        pipeline_fn,
+        decorator_kwargs,
+        output_map=output_map,
+        size=size,
+        reader_name=reader_name,
+        auto_reset=auto_reset,
+        last_batch_padded=last_batch_padded,
+        last_batch_policy=last_batch_policy,
+        prepare_first_batch=prepare_first_batch,
+        sharding=sharding,
+        pad_ragged=pad_ragged,
+    )
+
+
+def peekable_data_iterator(
+    pipeline_fn: Callable | None = None,
+    output_map: Sequence[str] = (),
+    size: int = -1,
+    reader_name: str | None = None,
+    auto_reset: bool | str = False,
+    last_batch_padded: bool = False,
+    last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
+    prepare_first_batch: bool = True,
+    sharding: jax.sharding.Sharding | None = None,
+    pad_ragged: bool = False,
+    **decorator_kwargs: Any,
+) -> Callable:
+    """DALI's ``clu.peekable_data_iterator``: :func:`data_iterator` making a peekable iterator.
+
+    The returned function makes a :class:`DALIGenericPeekableIterator`
+    (``peek()``, ``peek_async()``, ``element_spec``); the arguments are
+    :func:`data_iterator`'s.
+    """
+    return _decorator(
+        DALIGenericPeekableIterator,
+        pipeline_fn,
+        decorator_kwargs,
+        output_map=output_map,
+        size=size,
+        reader_name=reader_name,
+        auto_reset=auto_reset,
+        last_batch_padded=last_batch_padded,
+        last_batch_policy=last_batch_policy,
+        prepare_first_batch=prepare_first_batch,
+        sharding=sharding,
+        pad_ragged=pad_ragged,
+    )
+
+
+def _decorator(
+    iterator_type: type[DALIGenericIterator],
+    pipeline_fn: Callable | None,
+    decorator_kwargs: dict[str, Any],
+    sharding: jax.sharding.Sharding | None,
+    **iterator_kwargs: Any,
+) -> Callable:
     def decorate(func: Callable) -> Callable:
         params = inspect.signature(func).parameters
 
         @functools.wraps(func)
-        def create(*args: Any, **kwargs: Any) -> DataIterator:
+        def create(*args: Any, **call_kwargs: Any) -> DALIGenericIterator:
+            twice = sorted(set(decorator_kwargs) & set(call_kwargs))
+            if twice:
+                raise ValueError(
+                    f"data_iterator: {', '.join(twice)} given both to the decorator and to the call"
+                )
+            kwargs = {**decorator_kwargs, **call_kwargs}
             pipe_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in PIPELINE_ARGS}
             batch_size = int(pipe_kwargs.pop("batch_size", 0))
             if batch_size < 1:
@@ -78,18 +146,7 @@ def data_iterator(
                     fn_kwargs["num_shards"] = num_shards
                 make = pipeline_def(func, batch_size=per_device, **pipe_kwargs)
                 pipes.append(make(*args, **fn_kwargs))
-            return DataIterator(
-                pipes,
-                output_map,
-                size=size,
-                reader_name=reader_name,
-                auto_reset=auto_reset,
-                last_batch_padded=last_batch_padded,
-                last_batch_policy=last_batch_policy,
-                prepare_first_batch=prepare_first_batch,
-                sharding=sharding,
-                pad_ragged=pad_ragged,
-            )
+            return iterator_type(pipes, sharding=sharding, **iterator_kwargs)
 
         return create
 

@@ -191,7 +191,11 @@ class DataIterator(Iterator):
         if self.sharding is not None:
             shape = (sum(a.shape[0] for a in arrays), *arrays[0].shape[1:])
             return jax.make_array_from_single_device_arrays(shape, self.sharding, arrays)
-        return arrays[0] if len(arrays) == 1 else jnp.concatenate(arrays)
+        return arrays[0] if len(arrays) == 1 else self._join(name, arrays)
+
+    def _join(self, name: str, arrays: list[jax.Array]) -> jax.Array:
+        # several pipelines without a sharding: one batch, pipeline after pipeline
+        return jnp.concatenate(arrays)
 
     def _dense(self, name: str, batch: Any) -> Any:
         if len(batch):

@@ -9,6 +9,12 @@ Epochs, shards, last batches and state come from ``chute.iteration``, so
 every plugin sees the same batches. Give ``pipelines`` as a callable
 ``pipeline_fn(shard_id=..., num_shards=...)`` and it is built with
 :func:`shard_info` (torch.distributed rank / world size).
+
+DALI's names work too (``from nvidia.dali.plugin.pytorch import X`` ports to
+``from chute.torch import X``): ``DALIGenericIterator``,
+``DALIClassificationIterator``, ``DALIRaggedIterator``, ``LastBatchPolicy``,
+``feed_ndarray``, ``TorchPythonFunction``, ``fn.torch_python_function`` and
+``chute.torch.experimental.proxy.DALIServer`` / ``DataLoader``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,13 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("chute.torch needs torch; install it with: pip install torch") from exc
 
-from chute.torch import proxy
+from chute.torch import experimental, proxy
+from chute.torch._dali import (
+    DALIClassificationIterator,
+    DALIGenericIterator,
+    DALIRaggedIterator,
+    feed_ndarray,
+)
 from chute.torch._dataset import IterableDataset
 from chute.torch._iterator import ClassificationIterator, DataIterator, shard_info, to_torch
 from chute.torch.python_function import TorchPythonFunction, fn, torch_python_function
@@ -26,10 +38,15 @@ from chute.types import LastBatchPolicy
 
 __all__ = [
     "ClassificationIterator",
+    "DALIClassificationIterator",
+    "DALIGenericIterator",
+    "DALIRaggedIterator",
     "DataIterator",
     "IterableDataset",
     "LastBatchPolicy",
     "TorchPythonFunction",
+    "experimental",
+    "feed_ndarray",
     "fn",
     "proxy",
     "shard_info",
