@@ -14,6 +14,7 @@ from chute.graph.trace import Graph
 from chute.pipeline.checks import check_outputs, decode_checkpoint, per_output
 from chute.pipeline.options import DEFAULTS, check_options
 from chute.pipeline.state import PipelineState
+from chute.types import bind_constant_node
 
 __all__ = ["Pipeline", "pipeline_def"]
 
@@ -469,5 +470,23 @@ def _as_tuple(outputs: Any) -> tuple:
         return tuple(outputs)
     return (outputs,)
 
+
+def _constant_node(array: Any, layout: str | None, device: str | None) -> DataNode:
+    """types.Constant of an array: every sample is ``array`` (an external_source of it)."""
+    from chute.ops.external_source import ExternalSource
+
+    if Pipeline.current() is None:
+        raise RuntimeError(
+            "types.Constant of an array (or with shape, layout or device) makes a pipeline "
+            "node: call it inside a @pipeline_def function or a `with pipe:` block"
+        )
+    array.setflags(write=False)
+    node = ExternalSource()(
+        source=lambda info: array, batch=False, layout=layout or "", dtype=array.dtype
+    )
+    return node.gpu() if device == "gpu" else node
+
+
+bind_constant_node(_constant_node)
 
 from chute.pipeline.decorator import pipeline_def  # noqa: E402  (it creates Pipelines)
