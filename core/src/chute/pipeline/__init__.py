@@ -395,7 +395,29 @@ class Pipeline(PipelineState):
             layout = data.layout() or None
         if not self._built:
             self.build()
+        if layout is not None:
+            self._relayout(node, str(layout))
         self._executor.sources[node.id].feed(data, layout)
+
+    def _relayout(self, source: OpNode, layout: str) -> None:
+        """Give ``source``'s outputs the layout fed to it and infer the readers' layouts again."""
+        specs = self._plan.specs
+        keys = [(source.id, i) for i in range(len(source.outputs))]
+        if all(k in specs and specs[k].layout == layout for k in keys):
+            return
+        for k in keys:
+            if k in specs:
+                specs[k] = specs[k].with_(layout=layout)
+        for node in self._plan.nodes:
+            if node.op.kind == "source":
+                continue
+            inputs = [specs[(d.producer.id, d.index)] for d in node.inputs]
+            try:
+                outs = node.op.infer(node, inputs)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"feed_input(layout={layout!r}): {node.label}: {exc}") from None
+            for i, spec in enumerate(outs):
+                specs[(node.id, i)] = spec
 
     def _find(self, key: DataNode | str) -> OpNode:
         if isinstance(key, DataNode):
