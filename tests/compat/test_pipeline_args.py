@@ -99,8 +99,11 @@ def test_none_means_the_default():
         ({"output_ndim": -1}, ValueError, "output_ndim must be >= 0"),
         ({"checkpoint": 5}, TypeError, "checkpoint"),
         (
-            {"prefetch_queue_depth": {"cpu_size": 2, "gpu_size": 2}, "exec_async": False,
-             "exec_pipelined": False},
+            {
+                "prefetch_queue_depth": {"cpu_size": 2, "gpu_size": 2},
+                "exec_async": False,
+                "exec_pipelined": False,
+            },
             ValueError,
             "needs exec_async or exec_pipelined",
         ),
@@ -121,7 +124,9 @@ def test_a_misspelled_argument_names_the_closest_valid_one():
     def pipe(scale=1):
         return _counter() * scale
 
-    with pytest.raises(TypeError, match="'prefetch_queue_dpeth'; did you mean 'prefetch_queue_depth'"):
+    with pytest.raises(
+        TypeError, match="'prefetch_queue_dpeth'; did you mean 'prefetch_queue_depth'"
+    ):
         pipe(prefetch_queue_dpeth=3)
     with pytest.raises(TypeError, match="'enable_memory_stat'; did you mean 'enable_memory_stats'"):
         pipe(enable_memory_stat=True)
@@ -227,8 +232,12 @@ def test_memory_keys_of_executor_statistics_only_with_enable_memory_stats(enable
         pipe.set_outputs(_counter())
     pipe.run()
     stats = pipe.executor_statistics()["external_source"]
-    memory = {"real_memory_size", "max_real_memory_size", "reserved_memory_size",
-              "max_reserved_memory_size"}
+    memory = {
+        "real_memory_size",
+        "max_real_memory_size",
+        "reserved_memory_size",
+        "max_reserved_memory_size",
+    }
     assert (memory <= set(stats)) is enabled
     assert not enabled or stats["real_memory_size"] == [2 * 4]  # two int32 samples of 1
     assert stats["calls"] == 1
@@ -238,8 +247,12 @@ def test_output_dtype_and_ndim_are_checked_at_build_naming_the_output():
     def make(**kwargs):
         pipe = Pipeline(batch_size=2, num_threads=1, **kwargs)
         with pipe:
-            x = fn.external_source(source=lambda info: np.zeros((2, 2), np.uint8), batch=False,
-                                   dtype=types.UINT8, ndim=2)
+            x = fn.external_source(
+                source=lambda info: np.zeros((2, 2), np.uint8),
+                batch=False,
+                dtype=types.UINT8,
+                ndim=2,
+            )
             pipe.set_outputs(x, fn.cast(x, dtype=types.FLOAT))
         return pipe
 
@@ -258,7 +271,9 @@ def test_output_dtype_unknown_at_build_is_checked_after_run():
     with pipe:
         pipe.set_outputs(fn.external_source(source=lambda info: np.zeros(3, np.int64), batch=False))
     pipe.build()  # the source's type is known only when it runs
-    with pytest.raises(TypeError, match=r"output 0 \('external_source\[0\]'\) has dtype int64 after"):
+    with pytest.raises(
+        TypeError, match=r"output 0 \('external_source\[0\]'\) has dtype int64 after"
+    ):
         pipe.run()
 
 

@@ -54,8 +54,12 @@ def test_reader_meta_and_epoch_size_of_one_or_all_readers(images):
     meta = p.reader_meta()
     assert set(meta) == {"A", "B"}
     dali_keys = {
-        "epoch_size": 6, "epoch_size_padded": 6, "number_of_shards": 2, "shard_id": 1,
-        "pad_last_batch": False, "stick_to_shard": False,
+        "epoch_size": 6,
+        "epoch_size_padded": 6,
+        "number_of_shards": 2,
+        "shard_id": 1,
+        "pad_last_batch": False,
+        "stick_to_shard": False,
     }
     assert {k: meta["A"][k] for k in dali_keys} == dali_keys
     assert meta["B"]["epoch_size_padded"] == 8  # 4 shards of 2
@@ -146,8 +150,9 @@ class LegacyPipe(Pipeline):
 
     def __init__(self):
         super().__init__(batch_size=2, num_threads=1, seed=3)
-        self.source = ops.ExternalSource(source=lambda info: np.full(2, info.idx_in_epoch, np.int32),
-                                         batch=False)
+        self.source = ops.ExternalSource(
+            source=lambda info: np.full(2, info.idx_in_epoch, np.int32), batch=False
+        )
         self.cast = ops.Cast(dtype=types.FLOAT)
         with self:
             self.set_outputs(self.cast(self.source()) * 0.5)

@@ -65,7 +65,9 @@ def test_counts_times_and_bytes_per_operator():
 
 
 def test_max_memory_keeps_the_largest_batch():
-    @pipeline_def(batch_size=2, num_threads=1, seed=0, exec_pipelined=False, enable_memory_stats=True)
+    @pipeline_def(
+        batch_size=2, num_threads=1, seed=0, exec_pipelined=False, enable_memory_stats=True
+    )
     def shrinking():
         return fn.external_source(
             source=lambda info: np.zeros(9 if info.iteration == 0 else 2, np.float64),
