@@ -115,7 +115,7 @@ def lint(session: nox.Session) -> None:
 def core(session: nox.Session) -> None:
     """The engine's tests, with no deep-learning framework installed."""
     session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
-    session.run("pytest", "-q", "tests/core", *session.posargs)
+    session.run("pytest", "-q", "tests/core", "tests/compat", *session.posargs)
 
 
 @nox.session(default=False)

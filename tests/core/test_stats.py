@@ -21,7 +21,14 @@ def _sample(info):
     return np.zeros((5 + info.iteration, 4, 3), np.uint8)
 
 
-@pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=3, exec_pipelined=False)
+@pipeline_def(
+    batch_size=BATCH,
+    num_threads=2,
+    device_id=None,
+    seed=3,
+    exec_pipelined=False,
+    enable_memory_stats=True,
+)
 def image_pipe(sleep_s: float = 0.0):
     x = fn.external_source(source=_sample, batch=False, layout="HWC", name="src")
     if sleep_s:
@@ -58,7 +65,9 @@ def test_counts_times_and_bytes_per_operator():
 
 
 def test_max_memory_keeps_the_largest_batch():
-    @pipeline_def(batch_size=2, num_threads=1, seed=0, exec_pipelined=False)
+    @pipeline_def(
+        batch_size=2, num_threads=1, seed=0, exec_pipelined=False, enable_memory_stats=True
+    )
     def shrinking():
         return fn.external_source(
             source=lambda info: np.zeros(9 if info.iteration == 0 else 2, np.float64),

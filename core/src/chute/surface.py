@@ -18,6 +18,8 @@ included), creating a namespace module where no module of that name exists.
 from __future__ import annotations
 
 import inspect
+import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +27,7 @@ from chute.graph.schema import COMMON_ARGS, REQUIRED
 from chute.runtime.operator import Operator
 from chute.runtime.registry import functions, operators
 
-__all__ = ["describe", "fn_entries", "make_fn"]
+__all__ = ["describe", "fn_entries", "make_fn", "warn_deprecated"]
 
 
 def make_fn(
@@ -36,6 +38,8 @@ def make_fn(
     public = name or schema.name
 
     def fn(*inputs: Any, **kwargs: Any) -> Any:
+        if alias_of:
+            warn_deprecated(public, alias_of)
         init = {k: kwargs.pop(k) for k in list(kwargs) if k == "device"}
         return op_class(**init)(*inputs, **kwargs)
 
@@ -62,6 +66,36 @@ def make_fn(
     return fn
 
 
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_deprecated(name: str, in_favor_of: str) -> None:
+    """DALI's warning for a pre-1.0 operator name, once per name per process.
+
+    The text is DALI's first line ("WARNING: `file_reader` is now deprecated. Use
+    `readers.file` instead.") and a line saying why; category DeprecationWarning.
+    """
+    with _warned_lock:
+        if name in _warned:
+            return
+        _warned.add(name)
+    family = in_favor_of.split(".", 1)[0] if "." in in_favor_of else None
+    why = (
+        f"DALI 1.0 moved these operators into the fn.{family} submodule under new names; "
+        f"fn.{name} stays as an alias of fn.{in_favor_of}."
+        if family
+        else f"fn.{name} stays as an alias of fn.{in_favor_of}."
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # shown even where DeprecationWarnings are ignored
+        warnings.warn(
+            f"WARNING: `{name}` is now deprecated. Use `{in_favor_of}` instead.\n{why}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
 def describe(op_class: type[Operator]) -> str:
     """The docstring of ``fn.x``: the class docstring plus one line per argument."""
     schema = op_class.schema
@@ -77,6 +111,31 @@ def describe(op_class: type[Operator]) -> str:
             lines.append(f"    {arg.name} ({arg.type}, {default}{per}): {arg.doc}")
     return "\n".join(lines)
 
+
+# DALI 2.4's deprecated pre-1.0 names -> the operator they stand for. Operators register
+# their own (``@register(legacy=...)``); these fill in where one does not, when its
+# operator exists in chute.
+DALI_LEGACY_NAMES = {
+    "audio_decoder": "decoders.audio",
+    "caffe2_reader": "readers.caffe2",
+    "caffe_reader": "readers.caffe",
+    "coco_reader": "readers.coco",
+    "coin_flip": "random.coin_flip",
+    "file_reader": "readers.file",
+    "image_decoder": "decoders.image",
+    "image_decoder_crop": "decoders.image_crop",
+    "image_decoder_random_crop": "decoders.image_random_crop",
+    "image_decoder_slice": "decoders.image_slice",
+    "mxnet_reader": "readers.mxnet",
+    "nemo_asr_reader": "readers.nemo_asr",
+    "normal_distribution": "random.normal",
+    "numpy_reader": "readers.numpy",
+    "sequence_reader": "readers.sequence",
+    "tfrecord_reader": "readers.tfrecord",
+    "uniform": "random.uniform",
+    "video_reader": "readers.video",
+    "video_reader_resize": "readers.video_resize",
+}
 
 _FN_ENTRIES: tuple[tuple[str, Callable[..., Any]], ...] | None = None
 
@@ -101,6 +160,10 @@ def _make_fn_entries() -> tuple[tuple[str, Callable[..., Any]], ...]:
         found[name] = make_fn(entry.op_class, name)
         for legacy in entry.legacy:
             found[legacy] = make_fn(entry.op_class, legacy, alias_of=name)
+    registered = operators()
+    for legacy, name in DALI_LEGACY_NAMES.items():
+        if legacy not in found and name in registered:
+            found[legacy] = make_fn(registered[name].op_class, legacy, alias_of=name)
     for name, func in functions().items():
         found[name] = func
     return tuple(sorted(found.items()))

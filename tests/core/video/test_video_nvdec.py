@@ -294,7 +294,10 @@ def test_mixed_decoder_in_a_pipeline(fake_pipeline_gpu, videos):
     data = [np.fromfile(videos[n], np.uint8) for n in ("h264.mp4", "mpeg4.avi", "h264.mp4")]
     starts = [np.array(s, np.int32) for s in (0, 5, 14)]
 
-    @pipeline_def(batch_size=3, num_threads=2, device_id=0, exec_pipelined=False)
+    # device_fallback=False: the GPU is faked, the pipeline must not move to the CPU
+    @pipeline_def(
+        batch_size=3, num_threads=2, device_id=0, exec_pipelined=False, device_fallback=False
+    )
     def pipe():
         encoded = fn.external_source(source=lambda: data)
         first = fn.external_source(source=lambda: starts)
@@ -346,12 +349,13 @@ def test_missing_gpu_pieces_fail_at_build_naming_the_extra(videos):
     if gpu_available() and nvdec._import_nvc() is not None:
         pytest.skip("this machine has everything NVDEC needs")
 
-    @pipeline_def(batch_size=1, num_threads=1, device_id=0)
+    # without the fallback to the CPU backends (on by default where no GPU is usable)
+    @pipeline_def(batch_size=1, num_threads=1, device_id=0, device_fallback=False)
     def mixed():
         encoded = fn.external_source(source=lambda: [np.zeros(4, np.uint8)])
         return fn.decoders.video(encoded, device="mixed")
 
-    @pipeline_def(batch_size=1, num_threads=1, device_id=0)
+    @pipeline_def(batch_size=1, num_threads=1, device_id=0, device_fallback=False)
     def reader():
         return fn.readers.video(filenames=[videos["h264.mp4"]], sequence_length=2, device="gpu")
 

@@ -58,8 +58,11 @@ class Executor(BatchCompute):
         self.plan = plan
         self.batch_size = pipeline.max_batch_size
         self.seed = pipeline.seed
-        self.pool = WorkerPool(pipeline.num_threads)
-        self.pipelined = pipeline.exec_pipelined
+        self.pool = WorkerPool(
+            pipeline.num_threads, affinity=getattr(pipeline, "set_affinity", False)
+        )
+        # exec_async=False or exec_pipelined=False: run() computes in the caller's thread
+        self.pipelined = pipeline.exec_pipelined and getattr(pipeline, "exec_async", True)
         self.on_error = pipeline.on_error
         self.max_error_ratio = pipeline.max_error_ratio
         self.errors: list[dict] = []  # skipped samples of the batches delivered so far
@@ -80,7 +83,12 @@ class Executor(BatchCompute):
         if plan.uses_gpu:
             from chute.executor.gpu import GPUContext
 
-            self.gpu = GPUContext(pipeline.device_id)
+            priority = getattr(pipeline, "default_cuda_stream_priority", 0)
+            self.gpu = (
+                GPUContext(pipeline.device_id, priority)
+                if priority
+                else GPUContext(pipeline.device_id)
+            )
         self.lanes = lane_count(plan, pipeline)
         # CPU nodes whose only output is a pipeline output and that can write into a
         # dense batch array (see dense.py)

@@ -59,7 +59,7 @@ def lane_count(plan: Any, pipeline: Any) -> int:
     than one worker thread its ``cpu_lanes`` (the pipeline's Tuning, chute.runtime.tuning,
     where the measurements are).
     """
-    if not pipeline.exec_pipelined:
+    if not pipeline.exec_pipelined or not getattr(pipeline, "exec_async", True):
         return 1
     if any(n.device != "cpu" for n in plan.sources):
         return 1

@@ -18,6 +18,7 @@ from chute.graph.node import DataNode, OpNode, bind_node_operator
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.runtime.operator import ArgView, Operator
+from chute.types import ScalarConstant
 
 _F32 = np.dtype(np.float32)
 _BOOL = np.dtype(np.bool_)
@@ -178,6 +179,8 @@ def _operands(template: tuple, inputs: list) -> list:
 
 
 def _constant(x: Any) -> Any:
+    if isinstance(x, ScalarConstant):  # types.Constant(2, types.UINT8): typed
+        return x.value if x.dtype is None else x.as_array()
     if isinstance(x, (bool, int, float)):
         return x
     if isinstance(x, (np.generic, np.ndarray, list, tuple)):

@@ -110,7 +110,8 @@ class Transpose(Operator):
             Arg(
                 "perm",
                 "int_list",
-                doc="Output dimension i is input dimension perm[i].",
+                None,
+                "Output dimension i is input dimension perm[i]; by default the axes reversed.",
                 per_sample=False,
             ),
             Arg("output_layout", "str", None, "Layout of the output.", per_sample=False),
@@ -123,6 +124,10 @@ class Transpose(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         perm = node.arg("perm")
         spec = inputs[0]
+        if perm is None:  # DALI: no perm reverses the axes
+            if spec.ndim is None:
+                return [Spec(spec.dtype, None, node.arg("output_layout"))]
+            perm = list(range(spec.ndim))[::-1]
         if sorted(perm) != list(range(len(perm))):
             raise ValueError(
                 f"argument 'perm' must be a permutation of 0..{len(perm) - 1}, got {perm}"

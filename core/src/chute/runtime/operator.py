@@ -34,6 +34,7 @@ from chute.graph.passes.hints import NO_HINTS, FusionPlan, Hint, NodeHints
 from chute.graph.schema import COMMON_ARGS, REQUIRED, Schema
 from chute.graph.spec import Spec
 from chute.graph.trace import current_pipeline
+from chute.types import ScalarConstant
 
 __all__ = ["ArgView", "Operator", "Spec"]
 
@@ -55,6 +56,8 @@ class Operator:
     decodes: ClassVar[bool] = False
 
     def __init__(self, *, device: str | None = None, **kwargs: Any) -> None:
+        # None means "not given" (DALI); a ScalarConstant stands for its value
+        kwargs = {k: _unwrap(v) for k, v in kwargs.items() if v is not None}
         self.schema.check_arg_names(list(kwargs))
         self.device = device
         self.init_args = kwargs
@@ -62,7 +65,23 @@ class Operator:
     # ---- tracing -------------------------------------------------------------------------
     def __call__(self, *inputs: Any, **kwargs: Any) -> DataNode | list[DataNode]:
         schema = self.schema
-        pipe = current_pipeline()
+        try:
+            pipe = current_pipeline()
+        except RuntimeError:
+            raise RuntimeError(
+                f"{schema.display_name} was called outside a pipeline: operators can be used "
+                "only while a Pipeline is being defined (inside a @pipeline_def function, "
+                "a `with pipe:` block or a Pipeline's define_graph())"
+            ) from None
+        kwargs = {k: _unwrap(v) for k, v in kwargs.items() if v is not None}
+        twice = sorted(
+            k for k in set(kwargs) & set(self.init_args) if kwargs[k] is not self.init_args[k]
+        )
+        if twice:  # ops API: an argument belongs to __init__ or __call__, not both (DALI)
+            raise ValueError(
+                f"{schema.display_name}: the argument `{twice[0]}` was already specified in "
+                "__init__"
+            )
         given = {**self.init_args, **kwargs}
         schema.check_arg_names(list(given))
         inputs = tuple(self.convert_input(i, x) for i, x in enumerate(inputs))
@@ -191,6 +210,13 @@ class Operator:
     def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> Any:
         """The running source of a ``"source"`` node (``hints``: see :meth:`setup`)."""
         raise NotImplementedError(f"{self.schema.display_name} is not a source")
+
+
+def _unwrap(value: Any) -> Any:
+    """types.ScalarConstant -> its value (typed where it has a dtype); anything else as is."""
+    if isinstance(value, ScalarConstant):
+        return value.value if value.dtype is None else value.dtype.type(value.value)
+    return value
 
 
 class ArgView(Mapping):

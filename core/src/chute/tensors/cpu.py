@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from chute.tensors.tensor import TensorCPU, copy_to_pointer
+
 
 class TensorListCPU:
     """A batch of ``len(self)`` samples of one dtype and ndim; shapes may differ.
@@ -55,10 +57,19 @@ class TensorListCPU:
             raise IndexError(f"sample index {i} out of range for a batch of {n}")
         return self._dense[i] if self._dense is not None else self._samples[i]  # type: ignore[index]
 
-    __getitem__ = at
+    def __getitem__(self, i: int) -> TensorCPU:
+        """Sample ``i`` as a :class:`TensorCPU` (DALI's ``batch[i]``; ``at(i)`` gives NumPy)."""
+        meta = self.meta[i] if self.meta is not None and -len(self) <= i < len(self) else None
+        return TensorCPU(self.at(i), self._layout, meta)
 
-    def __iter__(self) -> Iterator[np.ndarray]:
-        return (self.at(i) for i in range(len(self)))
+    def __iter__(self) -> Iterator[TensorCPU]:
+        """The samples as TensorCPU, in order."""
+        return (self[i] for i in range(len(self)))
+
+    def source_info(self) -> list[str]:
+        """Each sample's origin (the reader's file path), "" where there is none."""
+        meta = self.meta or [{}] * len(self)
+        return [str(m.get("source_info", "")) for m in meta]
 
     @property
     def dtype(self) -> np.dtype:
@@ -74,6 +85,7 @@ class TensorListCPU:
         return self._samples[0].ndim if self._samples else 0  # type: ignore[index]
 
     def layout(self) -> str:
+        """The samples' layout ("HWC", ...); "" when unknown."""
         return self._layout
 
     def shape(self) -> list[tuple[int, ...]]:
@@ -104,7 +116,25 @@ class TensorListCPU:
             self._samples = None
         return self._dense
 
-    as_tensor = as_array
+    def as_tensor(self) -> TensorCPU:
+        """The dense batch as one TensorCPU of shape (N, *sample_shape), layout "N" + layout."""
+        return TensorCPU(self.as_array(), ("N" + self._layout) if self._layout else "")
+
+    def as_reshaped_tensor(self, shape: Sequence[int]) -> TensorCPU:
+        """The dense batch as one TensorCPU of ``shape`` (same element count; no copy)."""
+        arr = self.as_array()
+        try:
+            return TensorCPU(arr.reshape(tuple(shape)))
+        except ValueError:
+            raise ValueError(
+                f"as_reshaped_tensor: cannot view {arr.size} elements as shape {tuple(shape)}"
+            ) from None
+
+    def copy_to_external(
+        self, ptr: Any, cuda_stream: Any = None, non_blocking: bool = False, **kwargs: Any
+    ) -> None:
+        """Copy the dense batch to ``ptr`` (an address, a ctypes pointer or an array)."""
+        copy_to_pointer(self.as_array(), ptr)
 
     def as_cpu(self) -> TensorListCPU:
         return self
@@ -131,7 +161,8 @@ class TensorListCPU:
             return self.as_array()
         shapes = np.array(self.shape())
         out = np.full((len(self), *shapes.max(axis=0)), fill, dtype=self.dtype)
-        for i, s in enumerate(self):
+        for i in range(len(self)):
+            s = self.at(i)
             out[(i, *(slice(0, d) for d in s.shape))] = s
         return out
 

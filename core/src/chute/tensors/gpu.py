@@ -9,6 +9,81 @@ from typing import Any
 import numpy as np
 
 from chute.tensors.cpu import TensorListCPU
+from chute.tensors.tensor import TensorCPU
+
+
+class TensorGPU:
+    """One sample in device memory, as DALI's ``TensorListGPU[i]`` gives it (a CuPy view)."""
+
+    __slots__ = ("_array", "_batch", "_layout")
+
+    def __init__(self, array: Any, layout: str = "", batch: TensorListGPU | None = None):
+        self._array = array
+        self._layout = layout or ""
+        self._batch = batch  # orders consumers after the work that produced the batch
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._array.dtype
+
+    def layout(self) -> str:
+        return self._layout
+
+    def as_array(self) -> Any:
+        """The sample as a CuPy array (no copy)."""
+        return self._array
+
+    def as_cpu(self) -> TensorCPU:
+        """A host copy (waits for the work that produced it)."""
+        if self._batch is not None and self._batch._ready is not None:
+            self._batch._ready.synchronize()
+        return TensorCPU(cupy_module().asnumpy(self._array), self._layout)
+
+    def data_ptr(self) -> int:
+        return int(self._array.data.ptr)
+
+    def copy_to_external(self, ptr: Any, cuda_stream: Any = None, **kwargs: Any) -> None:
+        """Copy the sample to device memory at ``ptr`` (an address or a CuPy array)."""
+        _device_copy(self._array, ptr, self._batch)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+        if self._batch is not None:
+            self._batch._order_before(stream)
+        if max_version is None:
+            return self._array.__dlpack__(stream=-1)
+        return self._array.__dlpack__(stream=-1, max_version=max_version)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._array.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self._batch is not None and self._batch._ready is not None:
+            self._batch._ready.synchronize()
+        return self._array.__cuda_array_interface__
+
+    def __repr__(self) -> str:
+        return f"TensorGPU(shape={self.shape()}, dtype={self.dtype}, layout={self._layout!r})"
+
+
+def _device_copy(array: Any, ptr: Any, batch: TensorListGPU | None) -> None:
+    """Copy a CuPy array's bytes to device memory ``ptr`` (an int address or a CuPy array)."""
+    cp = cupy_module()
+    src = cp.ascontiguousarray(array)
+    if batch is not None and batch._ready is not None:
+        batch._ready.synchronize()
+    if isinstance(ptr, cp.ndarray):
+        if ptr.nbytes != src.nbytes:
+            raise ValueError(
+                f"copy_to_external: the destination holds {ptr.nbytes} bytes, the data {src.nbytes}"
+            )
+        address = ptr.data.ptr
+    else:
+        address = int(getattr(ptr, "value", ptr))
+    cp.cuda.runtime.memcpy(address, src.data.ptr, src.nbytes, cp.cuda.runtime.memcpyDeviceToDevice)
 
 
 def cupy_module() -> ModuleType:
@@ -83,10 +158,12 @@ class TensorListGPU:
             raise IndexError(f"sample index {i} out of range for a batch of {n}")
         return self._dense[i] if self._dense is not None else self._samples[i]  # type: ignore[index]
 
-    __getitem__ = at
+    def __getitem__(self, i: int) -> TensorGPU:
+        """Sample ``i`` as a :class:`TensorGPU` (DALI's ``batch[i]``; ``at(i)`` gives CuPy)."""
+        return TensorGPU(self.at(i), self._layout, self)
 
-    def __iter__(self) -> Iterator[Any]:
-        return (self.at(i) for i in range(len(self)))
+    def __iter__(self) -> Iterator[TensorGPU]:
+        return (self[i] for i in range(len(self)))
 
     def samples(self) -> list[Any]:
         return [self.at(i) for i in range(len(self))]
@@ -122,7 +199,17 @@ class TensorListGPU:
                 self._samples = None
         return self._dense
 
-    as_tensor = as_array
+    def as_tensor(self) -> TensorGPU:
+        """The dense batch as one TensorGPU of shape (N, *sample_shape)."""
+        return TensorGPU(self.as_array(), ("N" + self._layout) if self._layout else "", self)
+
+    def as_reshaped_tensor(self, shape: Any) -> TensorGPU:
+        """The dense batch as one TensorGPU of ``shape`` (same element count; no copy)."""
+        return TensorGPU(self.as_array().reshape(tuple(shape)), "", self)
+
+    def copy_to_external(self, ptr: Any, cuda_stream: Any = None, **kwargs: Any) -> None:
+        """Copy the dense batch to device memory at ``ptr`` (an address or a CuPy array)."""
+        _device_copy(self.as_array(), ptr, self)
 
     def as_cpu(self) -> TensorListCPU:
         """A host copy of the batch (waits for the work that produced it)."""

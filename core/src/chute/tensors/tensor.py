@@ -1,0 +1,119 @@
+"""TensorCPU: one sample of a batch, as DALI's ``TensorListCPU[i]`` gives it.
+
+A thin view over a NumPy array (no copy) with DALI's methods: ``shape()``,
+``layout()``, ``dtype``, ``as_array()``, ``source_info()``, ``copy_to_external()``
+and the array protocols (``np.asarray(t)``, ``__dlpack__``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TensorCPU", "copy_to_pointer"]
+
+
+def copy_to_pointer(array: np.ndarray, ptr: Any) -> None:
+    """Copy ``array``'s bytes to ``ptr``: an int address, a ctypes pointer, or an array."""
+    src = np.ascontiguousarray(array)
+    if hasattr(ptr, "__array_interface__") or isinstance(ptr, np.ndarray):
+        dst = np.asarray(ptr)
+        if dst.nbytes != src.nbytes:
+            raise ValueError(
+                f"copy_to_external: the destination holds {dst.nbytes} bytes, the data {src.nbytes}"
+            )
+        np.copyto(dst, src.reshape(dst.shape).view(dst.dtype), casting="no")
+        return
+    if isinstance(ptr, ctypes.c_void_p):
+        address = ptr.value
+    elif isinstance(ptr, int):
+        address = ptr
+    else:
+        address = ctypes.cast(ptr, ctypes.c_void_p).value
+    if not address:
+        raise ValueError("copy_to_external: the destination pointer is null")
+    ctypes.memmove(address, src.ctypes.data, src.nbytes)
+
+
+class TensorCPU:
+    """One sample in host memory (a view of the batch's memory)."""
+
+    __slots__ = ("_array", "_layout", "_meta")
+
+    def __init__(self, array: Any, layout: str = "", meta: dict | None = None):
+        self._array = np.asarray(array)
+        self._layout = layout or ""
+        self._meta = meta
+
+    def shape(self) -> list[int]:
+        """The sample's shape (a list, as in DALI)."""
+        return list(self._array.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type (a NumPy dtype: ``t.dtype == types.UINT8``)."""
+        return self._array.dtype
+
+    def layout(self) -> str:
+        return self._layout
+
+    def source_info(self) -> str:
+        """Where the sample came from (the reader's file path), or ""."""
+        return str((self._meta or {}).get("source_info", ""))
+
+    def as_array(self) -> np.ndarray:
+        """The sample as a NumPy array (no copy)."""
+        return self._array
+
+    def as_cpu(self) -> TensorCPU:
+        return self
+
+    def squeeze(self, dim: int | None = None) -> TensorCPU:
+        """The sample without its size-1 dimensions (or only ``dim``); the layout follows."""
+        axes = (
+            tuple(i for i, n in enumerate(self._array.shape) if n == 1) if dim is None else (dim,)
+        )
+        layout = "".join(c for i, c in enumerate(self._layout) if i not in axes)
+        return TensorCPU(np.squeeze(self._array, axis=axes), layout, self._meta)
+
+    def data_ptr(self) -> int:
+        """The address of the first element."""
+        return int(self._array.ctypes.data)
+
+    def copy_to_external(self, ptr: Any, non_blocking: bool = False) -> None:
+        """Copy the sample to memory at ``ptr`` (an address, a ctypes pointer or an array)."""
+        copy_to_pointer(self._array, ptr)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._array if dtype is None else self._array.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
+        if max_version is not None:
+            return self._array.__dlpack__(max_version=max_version, **kwargs)
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+    # Beyond DALI: NumPy's indexing and scalar conversions, so that code written for
+    # ``at(i)`` (an ndarray) keeps working on ``batch[i]``.
+    def __len__(self) -> int:
+        return len(self._array)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._array[index]
+
+    def __int__(self) -> int:
+        return int(self._array)
+
+    def __float__(self) -> float:
+        return float(self._array)
+
+    def __repr__(self) -> str:
+        return f"TensorCPU(shape={self.shape()}, dtype={self.dtype}, layout={self._layout!r})"
