@@ -116,7 +116,8 @@ class ElementBatch:
             self.ptrs = _strided_ptrs(self.dense.data.ptr, n, self.counts[:1], self.dense.dtype)
         else:
             self.dense = None
-            self.samples = [cupy.ascontiguousarray(x) for x in batch]
+            samples = batch.samples() if hasattr(batch, "samples") else batch
+            self.samples = [cupy.ascontiguousarray(x) for x in samples]
             self.shapes = [tuple(x.shape) for x in self.samples]
             self.counts = np.array([x.size for x in self.samples], np.int64)
             self.ptrs = np.array([x.data.ptr for x in self.samples], np.uint64)
