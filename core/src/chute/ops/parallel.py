@@ -362,12 +362,12 @@ class ProcessPool:
                     results.append(None)
             if all(r is not None for r in results):
                 return results  # type: ignore[return-value]
+            error = self._died()  # first: no worker may write a segment after its unlink
             for p, r in zip(pending, results):
                 if r is None:
                     _unlink(p.segment)
                 elif r[0] == "ok":
                     _unpack(r[1])
-            error = self._died()
             if error.lost_work or retried:
                 raise error
             retried = True
@@ -379,14 +379,20 @@ class ProcessPool:
 
     def discard(self, pending: list[Pending]) -> None:
         """Wait for work nobody will use and free its shared memory."""
+        lost = []
         for p in pending:
             try:
                 result = p.future.result()
             except Exception:
-                _unlink(p.segment)
+                lost.append(p.segment)
                 continue
             if result[0] == "ok":
                 _unpack(result[1])
+        if lost:  # a worker died: stop the others before their segments are unlinked
+            _stop_workers(self._workers)
+            self._workers.update(executor=None, processes={})
+            for segment in lost:
+                _unlink(segment)
 
     def _died(self) -> WorkerDied:
         """The error for a worker that died; fresh workers are started for the next call."""
