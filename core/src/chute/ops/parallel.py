@@ -24,6 +24,7 @@ for the next call.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing
 import os
@@ -489,6 +490,7 @@ def _shutdown(workers: dict[str, Any], token: int | None) -> None:
     # The Process objects hold the executor's queues, whose semaphores (named, under
     # spawn) live as long as they do.
     workers.update(executor=None, processes={})
+    gc.collect()  # the executor's queues sit in reference cycles: free their semaphores now
     if token is not None:
         _FORK_CALLABLES.pop(token, None)
 
