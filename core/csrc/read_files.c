@@ -7,8 +7,10 @@
  * as the file is read into it), and the files are read into them without it.
  *
  * Per path the result is alloc's object holding the file's bytes, the errno (int) of the
- * call that failed, or None where the file's size was not what fstat said (it grew or
- * shrank, or is a /proc file that says 0 bytes): the caller reads those again its own way.
+ * call that failed, minus the file type bits of st_mode (a negative int) where the path is
+ * not a regular file (a FIFO, device or socket: reading one may block forever or never
+ * end), or None where the file's size was not what fstat said (it grew or shrank, or is a
+ * /proc file that says 0 bytes): the caller reads those again its own way.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,15 +36,24 @@ typedef struct {
     int resized; /* the file did not have fstat's size */
 } File;
 
-/* without the GIL: open and measure */
+/* without the GIL: open and measure. O_NONBLOCK: opening a FIFO waits for a writer
+ * otherwise; O_NOCTTY: a terminal never becomes ours. Only regular files are read. */
 static void file_open(File *f) {
-    f->fd = open(PyBytes_AS_STRING(f->path), O_RDONLY | O_CLOEXEC);
+    f->fd = open(PyBytes_AS_STRING(f->path), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (f->fd < 0) {
         f->error = errno;
         return;
     }
     struct stat st;
+    int flags;
     if (fstat(f->fd, &st) != 0) {
+        f->error = errno;
+    } else if (S_ISDIR(st.st_mode)) {
+        f->error = EISDIR;
+    } else if (!S_ISREG(st.st_mode)) {
+        f->error = -(int)(st.st_mode & S_IFMT);
+    } else if ((flags = fcntl(f->fd, F_GETFL)) == -1 ||
+               fcntl(f->fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
         f->error = errno;
     } else if (st.st_size <= 0 || (unsigned long long)st.st_size > PY_SSIZE_T_MAX - 1) {
         f->resized = 1; /* empty, or says so (/proc): read again by the caller */

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import mmap
 import os
+import stat
 from typing import Any
 
 import numpy as np
@@ -318,8 +319,9 @@ def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | st
         if isinstance(result, np.ndarray):
             result.flags.writeable = False
             data.append(result)
-        elif isinstance(result, int):
-            data.append(_cannot_read(path, os.strerror(result)))
+        elif isinstance(result, int):  # errno, or minus the type bits of a non-regular file
+            reason = os.strerror(result) if result > 0 else _not_regular(-result)
+            data.append(_cannot_read(path, reason))
         else:  # not read natively, or not the size fstat said: read again here
             try:
                 data.append(read_file(path, use_mmap))
@@ -334,6 +336,18 @@ def _buffer(size: int) -> np.ndarray:
 
 def _cannot_read(path: str, reason: str) -> str:
     return f"cannot read {path!r}: {reason}"
+
+
+def _not_regular(mode: int) -> str:
+    """Why a path of this st_mode is not read: its file type named."""
+    kinds = [
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    kind = next((name for test, name in kinds if test(mode)), f"file type {stat.S_IFMT(mode):o}")
+    return f"not a regular file ({kind})"
 
 
 def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
@@ -351,18 +365,36 @@ def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
         # os-level calls: open, fstat, read, close (Python's open() makes ten system calls)
         fd = os.open(path, _OPEN_FLAGS)
         try:
-            size = os.fstat(fd).st_size
-            if use_mmap and size >= _MAP_FROM:
-                return np.frombuffer(mmap.mmap(fd, 0, access=mmap.ACCESS_READ), np.uint8)
-            data = os.read(fd, size + 1)
-            if len(data) > size:  # it grew since fstat (or says 0 bytes, as /proc files do)
-                data = b"".join([data, *iter(lambda: os.read(fd, 1 << 20), b"")])
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+                not_regular = _not_regular(st.st_mode)  # a FIFO read could block forever
+            else:
+                not_regular = None
+                if _NONBLOCK:  # set only so that opening a FIFO does not wait for a writer
+                    os.set_blocking(fd, True)
+                size = st.st_size
+                if use_mmap and size >= _MAP_FROM:
+                    return np.frombuffer(mmap.mmap(fd, 0, access=mmap.ACCESS_READ), np.uint8)
+                data = os.read(fd, size + 1)
+                if len(data) > size:  # it grew since fstat (or says 0 bytes, as /proc files do)
+                    data = b"".join([data, *iter(lambda: os.read(fd, 1 << 20), b"")])
         finally:
             os.close(fd)
     except OSError as exc:
         raise OSError(_cannot_read(path, exc.strerror or str(exc))) from None
+    if not_regular is not None:
+        raise OSError(_cannot_read(path, not_regular))
     return np.frombuffer(data, dtype=np.uint8)
 
 
 _MAP_FROM = 16 * 1024  # smaller files are cheaper to copy than to map
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+# Only regular files are read: O_NONBLOCK (cleared after fstat) so that opening a FIFO
+# does not wait for a writer, O_NOCTTY so that a terminal never becomes this process's.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | _NONBLOCK
+    | getattr(os, "O_NOCTTY", 0)
+)

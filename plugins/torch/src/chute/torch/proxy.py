@@ -21,16 +21,34 @@ the GPU; ``fork`` and ``spawn`` workers both work.
 Batches run in the order they arrive from the workers, so random operators
 see iteration numbers in that order; pipelines without randomness give the
 same batches as the pipeline fed directly.
+
+The server listens on a Unix domain socket in a private (0700) directory, or
+on 127.0.0.1 where there are none, and every connection must prove that it
+knows the server's random key before anything it sends is unpickled. A
+connection that fails (a port scan, a wrong key, silence past
+``HANDSHAKE_TIMEOUT_S``) is logged and closed; the server goes on serving.
+docs/security.md states the threat model.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import queue
+import shutil
+import socket
+import struct
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping
-from multiprocessing.connection import Client, Listener
+from multiprocessing.connection import (
+    AuthenticationError,
+    Client,
+    Connection,
+    answer_challenge,
+    deliver_challenge,
+)
 from typing import Any
 
 import numpy as np
@@ -41,6 +59,11 @@ from chute.torch._iterator import to_torch
 from torch.utils.data._utils.collate import default_collate_fn_map
 
 __all__ = ["BatchRef", "DataLoader", "PipelineProxy", "SampleRef", "Server"]
+
+# Seconds a new connection has to authenticate before the server hangs up.
+HANDSHAKE_TIMEOUT_S = 5.0
+
+_log = logging.getLogger(__name__)
 
 
 class SampleRef:
@@ -86,7 +109,7 @@ class BatchRef:
 class _Client:
     """One process's connection to one server (made again after a fork)."""
 
-    def __init__(self, address: tuple, authkey: bytes):
+    def __init__(self, address: str | tuple, authkey: bytes):
         self.pid = os.getpid()
         self.id = f"{os.getpid()}-{os.urandom(6).hex()}"
         self.conn = Client(address, authkey=authkey)
@@ -122,7 +145,7 @@ def _as_array(x: Any) -> np.ndarray:
 class PipelineProxy:
     """The picklable callable that workers use as a transform (``Server.proxy``)."""
 
-    def __init__(self, address: tuple, authkey: bytes, token: str, names: tuple[str, ...]):
+    def __init__(self, address: str | tuple, authkey: bytes, token: str, names: tuple[str, ...]):
         self.address = address
         self.authkey = authkey
         self.token = token
@@ -179,8 +202,8 @@ default_collate_fn_map[SampleRef] = _collate_refs
 class Server:
     """Runs ``pipeline`` in this process for samples that DataLoader workers send.
 
-    A context manager: ``__enter__`` builds the pipeline and starts listening on
-    127.0.0.1; ``__exit__`` stops. ``timeout`` bounds the wait for a batch in
+    A context manager: ``__enter__`` builds the pipeline and starts listening;
+    ``__exit__`` stops. ``timeout`` bounds the wait for a batch in
     ``produce_data`` (seconds, None = forever).
     """
 
@@ -194,7 +217,11 @@ class Server:
             )
         self._token = os.urandom(8).hex()
         self._authkey = os.urandom(16)
-        self._listener: Listener | None = None
+        self._listener: socket.socket | None = None
+        self._address: str | tuple | None = None
+        self._folder: str | None = None  # the private directory of the Unix socket
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._samples: dict[tuple[str, int], list[np.ndarray]] = {}
         self._results: dict[tuple, Any] = {}
@@ -215,7 +242,7 @@ class Server:
         if self._running:
             return
         self.pipeline.build()
-        self._listener = Listener(("127.0.0.1", 0), authkey=self._authkey)
+        self._listener, self._address, self._folder = _listen()
         self._running = True
         self._threads = [
             threading.Thread(target=self._accept_loop, name="chute-proxy-accept", daemon=True),
@@ -225,18 +252,20 @@ class Server:
             t.start()
 
     def stop(self) -> None:
-        """Stop serving (the pipeline stays built)."""
+        """Stop serving (the pipeline stays built); returns within about half a second."""
         if not self._running:
             return
         self._running = False
         self._groups.put(None)
-        try:  # wake the accept loop with a last connection
-            Client(self._listener.address, authkey=self._authkey).close()
-        except OSError:
-            pass
+        _hang_up(self._listener)  # wakes the accept loop
         self._listener.close()
+        with self._lock:
+            for sock in self._connections:
+                _hang_up(sock)  # wakes their receive loops
         for t in self._threads:
-            t.join(timeout=5)
+            t.join(timeout=0.25)  # a batch still in the pipeline finishes on its own
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
         with self._cond:
             self._cond.notify_all()
 
@@ -245,32 +274,75 @@ class Server:
         """The transform to hand to a Dataset (picklable; call it in DataLoader workers)."""
         if self._listener is None:
             raise RuntimeError("start the server first: `with Server(pipe) as server:`")
-        proxy = PipelineProxy(self._listener.address, self._authkey, self._token, self.names)
+        proxy = PipelineProxy(self._address, self._authkey, self._token, self.names)
         _proxies[self._token] = proxy
         return proxy
 
     # ---- serving -----------------------------------------------------------------------------
     def _accept_loop(self) -> None:
+        """Accept connections; each authenticates in a thread of its own."""
         while self._running:
             try:
-                conn = self._listener.accept()
-            except (OSError, EOFError):
-                return
-            if not self._running:
-                conn.close()
-                return
+                sock, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                if not self._running:
+                    return
+                _log.warning("chute proxy: accepting a connection failed: %s", exc)
+                threading.Event().wait(0.05)  # out of file descriptors: let some close
+                continue
             threading.Thread(
-                target=self._receive_loop, args=(conn,), name="chute-proxy-recv", daemon=True
+                target=self._serve, args=(sock,), name="chute-proxy-conn", daemon=True
             ).start()
 
-    def _receive_loop(self, conn: Any) -> None:
-        with conn:
-            while self._running:
+    def _serve(self, sock: socket.socket) -> None:
+        """Authenticate one connection, then receive its messages until it closes."""
+        with self._lock:
+            if not self._running:
+                sock.close()
+                return
+            self._connections.add(sock)
+        # The handshake must finish in time: an idle or half-speaking peer is hung up on.
+        timer = threading.Timer(HANDSHAKE_TIMEOUT_S, _hang_up, (sock,))
+        timer.daemon = True
+        timer.start()
+        peer = "a local process"
+        try:
+            peer = _peer(sock)
+            with Connection(os.dup(sock.fileno())) as conn:
                 try:
-                    message = conn.recv()
-                except (EOFError, OSError):
+                    _check_peer_user(sock)
+                    deliver_challenge(conn, self._authkey)
+                    answer_challenge(conn, self._authkey)
+                except (AuthenticationError, EOFError, OSError) as exc:
+                    if self._running:
+                        _log.warning(
+                            "chute proxy: refused a connection from %s: %s",
+                            peer,
+                            _reason(exc, timer),
+                        )
                     return
+                finally:
+                    timer.cancel()
+                self._receive_loop(conn, peer)
+        except Exception as exc:  # never let one connection end the server
+            _log.warning("chute proxy: connection from %s failed: %r", peer, exc)
+        finally:
+            with self._lock:
+                self._connections.discard(sock)
+            sock.close()
+
+    def _receive_loop(self, conn: Any, peer: str) -> None:
+        while self._running:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            try:
                 self._handle(message)
+            except Exception as exc:  # a malformed message: drop it, keep the connection
+                _log.warning("chute proxy: bad message from %s: %r", peer, exc)
 
     def _handle(self, message: tuple) -> None:
         if message[0] == "sample":
@@ -345,6 +417,71 @@ class Server:
         if isinstance(batch, Mapping):
             return {k: self.produce_data(v) for k, v in batch.items()}
         return batch
+
+
+def _listen() -> tuple[socket.socket, str | tuple, str | None]:
+    """A listening socket, its address and its private directory (if a Unix socket)."""
+    if hasattr(socket, "AF_UNIX"):
+        folder = tempfile.mkdtemp(prefix="chute-proxy-")  # mode 0700: this user only
+        path = os.path.join(folder, "s")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+        except OSError as exc:  # e.g. a TMPDIR too long for a socket path
+            sock.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            _log.warning("chute proxy: no Unix socket (%s), listening on 127.0.0.1", exc)
+        else:
+            address: str | tuple = path
+            sock.listen(128)
+            sock.settimeout(0.2)  # where shutdown() does not wake accept(), this does
+            return sock, address, folder
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.settimeout(0.2)
+    return sock, sock.getsockname(), None
+
+
+def _hang_up(sock: socket.socket) -> None:
+    """Wake whatever thread waits on ``sock`` (closing it alone does not)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # not connected, or closed already
+
+
+def _peer(sock: socket.socket) -> str:
+    """The peer of a connection, as the log names it (its pid where the OS tells)."""
+    if sock.family == getattr(socket, "AF_UNIX", None):
+        if hasattr(socket, "SO_PEERCRED"):  # Linux
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid, uid, _ = struct.unpack("3i", creds)
+            return f"pid {pid} (uid {uid})"
+        return "a local process"
+    try:
+        host, port = sock.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "a closed connection"
+
+
+def _check_peer_user(sock: socket.socket) -> None:
+    """Refuse another user's process where the OS tells who it is (the directory's mode
+    already keeps other users out; root can open it all the same)."""
+    if sock.family == getattr(socket, "AF_UNIX", None) and hasattr(socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        uid = struct.unpack("3i", creds)[1]
+        if uid != os.getuid():
+            raise AuthenticationError(f"the peer runs as uid {uid}, the server as {os.getuid()}")
+
+
+def _reason(exc: BaseException, timer: threading.Timer) -> str:
+    if timer.finished.is_set() and not isinstance(exc, AuthenticationError):
+        return f"no handshake within {HANDSHAKE_TIMEOUT_S} s"
+    if isinstance(exc, EOFError):
+        return "closed before authenticating (a port scan?)"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class DataLoader(torch.utils.data.DataLoader):
