@@ -61,11 +61,6 @@ class TensorGPU:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        """The CuPy view's interface: ``cupy.asarray(tensor)`` and CUDA libraries take it."""
-        return self._array.__cuda_array_interface__
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
         if self._batch is not None and self._batch._ready is not None:
             self._batch._ready.synchronize()
         return self._array.__cuda_array_interface__
