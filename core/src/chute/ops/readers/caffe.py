@@ -12,6 +12,7 @@ float_data 3, int32_data 4, byte_data 5, string_data 6, int64_data 10). Needs th
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,42 @@ def lmdb_module() -> Any:
     return lmdb
 
 
+_ENVS: dict[str, list[Any]] = {}  # real path -> [environment, users]: lmdb opens each once
+_ENVS_LOCK = threading.Lock()
+
+
+def open_env(path: str) -> Any:
+    """The read-only LMDB environment at ``path``, shared by every reader of this process."""
+    lmdb = lmdb_module()
+    key = os.path.realpath(path)
+    with _ENVS_LOCK:
+        entry = _ENVS.get(key)
+        if entry is None:
+            env = lmdb.open(
+                path,
+                readonly=True,
+                lock=False,
+                readahead=False,
+                subdir=os.path.isdir(path),
+                max_readers=512,
+            )
+            entry = _ENVS[key] = [env, 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def close_env(path: str) -> None:
+    """One reader is done with the environment; the last one closes it."""
+    key = os.path.realpath(path)
+    with _ENVS_LOCK:
+        entry = _ENVS.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                entry[0].close()
+                del _ENVS[key]
+
+
 class LmdbSource(RecordSource):
     """The keys of an LMDB database and one read transaction per batch."""
 
@@ -52,14 +89,7 @@ class LmdbSource(RecordSource):
         if not os.path.exists(self.path):
             raise ValueError(f"{node.label}: argument 'path': no LMDB database at {self.path!r}")
         try:
-            self.env = lmdb.open(
-                self.path,
-                readonly=True,
-                lock=False,
-                readahead=False,
-                subdir=os.path.isdir(self.path),
-                max_readers=512,
-            )
+            self.env = open_env(self.path)
         except lmdb.Error as exc:
             raise ValueError(f"{node.label}: cannot open LMDB {self.path!r}: {exc}") from None
         with self.env.begin(buffers=False) as txn:
@@ -90,7 +120,9 @@ class LmdbSource(RecordSource):
 
     def close(self) -> None:
         self.end_batch()
-        self.env.close()
+        if self.env is not None:
+            close_env(self.path)
+            self.env = None
 
 
 # ---- Caffe ------------------------------------------------------------------------------------
