@@ -125,7 +125,7 @@ def test_caffe_corrupt_record_raises_or_is_skipped(tmp_path):
 
     p = pipe()
     _, labels = p.run()
-    assert sorted(int(labels.at(i)[0]) for i in range(3))[:2] == [1, 3]
+    assert sorted({int(labels.at(i)[0]) for i in range(3)}) == [1, 3]
     (error,) = p.errors()
     assert error["path"].endswith("db:b") and "says 50 bytes" in error["reason"]
 

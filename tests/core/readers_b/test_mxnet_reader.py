@@ -125,7 +125,7 @@ def test_truncated_record_names_file_and_offset(tmp_path):
 
     p = skipping()
     data, label = p.run()
-    assert sorted(label.at(i)[0] for i in range(len(label)))[:3] == [0.0, 1.0, 3.0]
+    assert sorted({float(label.at(i)[0]) for i in range(len(label))}) == [0.0, 1.0, 3.0]
     assert p.last_batch_meta()[3]["real"] is False
     (error,) = p.errors()
     assert error["path"].endswith(f"data.rec@{offsets[2]}") and "500 bytes" in error["reason"]
