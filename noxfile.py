@@ -39,7 +39,15 @@ nox.options.error_on_missing_interpreters = True
 if "PIP_FIND_LINKS" in os.environ and "UV_FIND_LINKS" not in os.environ:
     os.environ["UV_FIND_LINKS"] = os.environ["PIP_FIND_LINKS"]
 
-TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy", "scikit-image", "soundfile>=0.12", "av>=12", "lmdb>=1.4"]
+TEST_DEPS = [
+    "pytest>=8",
+    "hypothesis>=6",
+    "scipy",
+    "scikit-image",
+    "soundfile>=0.12",
+    "av>=12",
+    "lmdb>=1.4",
+]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 

@@ -47,7 +47,10 @@ def check_resume(make_pipe: Callable[[], object], names: list[str], flat: Callab
 
     def make():
         return Iterator(
-            make_pipe(), names, reader_name="R", last_batch_policy=LastBatchPolicy.PARTIAL,
+            make_pipe(),
+            names,
+            reader_name="R",
+            last_batch_policy=LastBatchPolicy.PARTIAL,
             auto_reset=True,
         )
 

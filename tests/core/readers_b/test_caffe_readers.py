@@ -34,8 +34,12 @@ def write_lmdb(path, values):
 
 def test_protowire_by_hand():
     # Datum{channels: 3, data: "ab", label: -1, encoded: true}
-    buf = pw.encode_int(1, 3) + pw.encode_bytes(4, b"ab") + pw.encode_int(5, -1) + pw.encode_int(7, 1)
-    assert buf == bytes([0x08, 3, 0x22, 2]) + b"ab" + bytes([0x28]) + b"\xff" * 9 + b"\x01" + bytes([0x38, 1])
+    buf = (
+        pw.encode_int(1, 3) + pw.encode_bytes(4, b"ab") + pw.encode_int(5, -1) + pw.encode_int(7, 1)
+    )
+    assert buf == bytes([0x08, 3, 0x22, 2]) + b"ab" + bytes([0x28]) + b"\xff" * 9 + b"\x01" + bytes(
+        [0x38, 1]
+    )
     d = parse_datum(buf)
     assert (d["channels"], d["data"], d["label"], d["encoded"]) == (3, b"ab", -1, True)
     assert pw.read_varint(bytes([0xAC, 0x02]), 0) == (300, 2)
@@ -198,7 +202,14 @@ def test_caffe2_multi_label_types(tmp_path):
     assert label.at(0).tolist() == [1, 0, 0, 1, 0] and label.dtype == np.int32
     path = write_lmdb(
         tmp_path / "weighted",
-        [(b"0", caffe2_record(image, [encode_tensor(INT32, [1, 4]), encode_tensor(FLOAT, [0.25, 2.0])]))],
+        [
+            (
+                b"0",
+                caffe2_record(
+                    image, [encode_tensor(INT32, [1, 4]), encode_tensor(FLOAT, [0.25, 2.0])]
+                ),
+            )
+        ],
     )
     _, label = caffe2_pipe(path, 1, label_type=3, num_labels=5).run()
     assert label.dtype == np.float32 and label.at(0).tolist() == [0, 0.25, 0, 0, 2.0]
@@ -213,7 +224,10 @@ def test_caffe2_multi_label_types(tmp_path):
 
 def test_caffe2_shards_and_bad_record(tmp_path):
     values = [
-        (b"%03d" % i, caffe2_record(encode_tensor(STRING, [bytes([i])]), [encode_tensor(INT32, [i])]))
+        (
+            b"%03d" % i,
+            caffe2_record(encode_tensor(STRING, [bytes([i])]), [encode_tensor(INT32, [i])]),
+        )
         for i in range(8)
     ]
     values[5] = (b"005", b"\x0a\x03\x08")  # a TensorProto cut short

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,22 +25,50 @@ def write_coco(tmp_path, extra_annotations=(), n_extra_images=0):
         Image.fromarray(np.full((20, 10, 3), k * 20 % 256, np.uint8)).save(root / name)
         images.append({"id": image_id, "file_name": name, "width": 10, "height": 20})
     annotations = [
-        {"id": 1, "image_id": 10, "category_id": 7, "bbox": [1, 2, 3, 4], "iscrowd": 0,
-         "segmentation": [[1, 1, 5, 1, 5, 5, 1, 5], [6, 6, 8, 6, 7, 9]]},
-        {"id": 2, "image_id": 10, "category_id": 3, "bbox": [0, 0, 10, 20], "iscrowd": 1,
-         "segmentation": {"size": [20, 10], "counts": [5, 3, 192]}},
-        {"id": 3, "image_id": 30, "category_id": 3, "bbox": [2.5, 4, 5, 8], "iscrowd": 0,
-         "segmentation": [[2, 4, 7, 4, 7, 12]]},
+        {
+            "id": 1,
+            "image_id": 10,
+            "category_id": 7,
+            "bbox": [1, 2, 3, 4],
+            "iscrowd": 0,
+            "segmentation": [[1, 1, 5, 1, 5, 5, 1, 5], [6, 6, 8, 6, 7, 9]],
+        },
+        {
+            "id": 2,
+            "image_id": 10,
+            "category_id": 3,
+            "bbox": [0, 0, 10, 20],
+            "iscrowd": 1,
+            "segmentation": {"size": [20, 10], "counts": [5, 3, 192]},
+        },
+        {
+            "id": 3,
+            "image_id": 30,
+            "category_id": 3,
+            "bbox": [2.5, 4, 5, 8],
+            "iscrowd": 0,
+            "segmentation": [[2, 4, 7, 4, 7, 12]],
+        },
         {"id": 4, "image_id": 30, "category_id": 7, "bbox": [0, 0, 0.05, 3], "iscrowd": 0},
         {"id": 5, "image_id": 20, "category_id": 5, "bbox": [4, 4, 2, 2], "iscrowd": 0},
         *extra_annotations,
     ]
     for k in range(n_extra_images):
-        annotations.append({"id": 100 + k, "image_id": 100 + k, "category_id": 5,
-                            "bbox": [k, 0, 1, 1], "iscrowd": 0})
+        annotations.append(
+            {
+                "id": 100 + k,
+                "image_id": 100 + k,
+                "category_id": 5,
+                "bbox": [k, 0, 1, 1],
+                "iscrowd": 0,
+            }
+        )
     # categories listed in the order 7, 3, 5: DALI remaps them to 1, 2, 3 in that order
-    doc = {"images": images, "annotations": annotations,
-           "categories": [{"id": 7, "name": "a"}, {"id": 3, "name": "b"}, {"id": 5, "name": "c"}]}
+    doc = {
+        "images": images,
+        "annotations": annotations,
+        "categories": [{"id": 7, "name": "a"}, {"id": 3, "name": "b"}, {"id": 5, "name": "c"}],
+    }
     path = tmp_path / "instances.json"
     path.write_text(json.dumps(doc))
     return str(root), str(path)
@@ -57,7 +86,7 @@ def test_boxes_labels_ids_in_image_id_order(tmp_path):
     root, ann = write_coco(tmp_path)
     images, boxes, labels, ids = coco_pipe(root, ann, image_ids=True).run()
     assert [int(ids.at(i)[0]) for i in range(4)] == [10, 20, 30, 40]
-    assert images.at(0).tobytes() == open(f"{root}/img10.jpg", "rb").read()
+    assert images.at(0).tobytes() == (Path(root) / "img10.jpg").read_bytes()
     assert boxes.dtype == np.float32 and labels.dtype == np.int32
     np.testing.assert_array_equal(boxes.at(0), [[1, 2, 3, 4], [0, 0, 10, 20]])
     assert labels.at(0).tolist() == [1, 2]  # ids 7, 3 -> 1, 2 (order of 'categories')
@@ -69,8 +98,18 @@ def test_boxes_labels_ids_in_image_id_order(tmp_path):
 
 def test_ltrb_ratio_no_remapping_no_iscrowd_skip_empty(tmp_path):
     root, ann = write_coco(tmp_path)
-    p = coco_pipe(root, ann, 3, ltrb=True, ratio=True, avoid_class_remapping=True,
-                  include_iscrowd=False, skip_empty=True, size_threshold=0.01, image_ids=True)
+    p = coco_pipe(
+        root,
+        ann,
+        3,
+        ltrb=True,
+        ratio=True,
+        avoid_class_remapping=True,
+        include_iscrowd=False,
+        skip_empty=True,
+        size_threshold=0.01,
+        image_ids=True,
+    )
     assert p.reader_meta("R")["epoch_size"] == 3  # image 40 has no object
     _, boxes, labels, ids = p.run()
     assert [int(ids.at(i)[0]) for i in range(3)] == [10, 20, 30]
@@ -141,11 +180,13 @@ def test_shards_cover_every_image_once(tmp_path, num_shards):
     root, ann = write_coco(tmp_path, n_extra_images=5)
 
     def make(shard, shards):
-        return coco_pipe(root, ann, 2, image_ids=True, shard_id=shard, num_shards=shards,
-                         random_shuffle=True)
+        return coco_pipe(
+            root, ann, 2, image_ids=True, shard_id=shard, num_shards=shards, random_shuffle=True
+        )
 
-    epochs = shard_epochs(make, ["i", "b", "l", "id"], lambda b, i: int(b["id"].at(i)[0]),
-                          num_shards)
+    epochs = shard_epochs(
+        make, ["i", "b", "l", "id"], lambda b, i: int(b["id"].at(i)[0]), num_shards
+    )
     every = [10, 20, 30, 40, 100, 101, 102, 103, 104]
     for per_shard in epochs:
         assert sorted(k for keys in per_shard for k in keys) == every
@@ -154,16 +195,23 @@ def test_shards_cover_every_image_once(tmp_path, num_shards):
 def test_images_argument_order_duplicates_and_preprocessed(tmp_path):
     root, ann = write_coco(tmp_path)
     save = tmp_path / "pre"
-    p = coco_pipe(root, ann, 3, images=["img40.jpg", "img10.jpg", "img40.jpg", "nope.jpg"],
-                  image_ids=True, save_preprocessed_annotations=True,
-                  save_preprocessed_annotations_dir=str(save))
+    p = coco_pipe(
+        root,
+        ann,
+        3,
+        images=["img40.jpg", "img10.jpg", "img40.jpg", "nope.jpg"],
+        image_ids=True,
+        save_preprocessed_annotations=True,
+        save_preprocessed_annotations_dir=str(save),
+    )
     _, boxes, labels, ids = p.run()
     assert [int(ids.at(i)[0]) for i in range(3)] == [40, 10, 40]
 
     @pipeline_def(batch_size=3, num_threads=1, device_id=None)
     def again():
-        return tuple(fn.readers.coco(file_root=root, preprocessed_annotations=str(save),
-                                     image_ids=True))
+        return tuple(
+            fn.readers.coco(file_root=root, preprocessed_annotations=str(save), image_ids=True)
+        )
 
     _, boxes2, labels2, ids2 = again().run()
     assert [int(ids2.at(i)[0]) for i in range(3)] == [40, 10, 40]
@@ -181,9 +229,12 @@ def test_resume_mid_epoch(tmp_path):
 
 
 def test_bad_annotation_and_missing_image(tmp_path):
-    root, ann = write_coco(tmp_path, extra_annotations=[
-        {"id": 9, "image_id": 999, "category_id": 3, "bbox": [0, 0, 1, 1]},
-    ])
+    root, ann = write_coco(
+        tmp_path,
+        extra_annotations=[
+            {"id": 9, "image_id": 999, "category_id": 3, "bbox": [0, 0, 1, 1]},
+        ],
+    )
     with pytest.raises(ValueError, match=r"instances\.json.*annotations\[5\].*image_id 999"):
         coco_pipe(root, ann).build()
     root, ann = write_coco(tmp_path)
@@ -193,8 +244,9 @@ def test_bad_annotation_and_missing_image(tmp_path):
 
     @pipeline_def(batch_size=4, num_threads=1, device_id=None, on_error="skip")
     def pipe():
-        images, boxes, labels, ids = fn.readers.coco(file_root=root, annotations_file=ann,
-                                                     image_ids=True, name="R")
+        images, boxes, labels, ids = fn.readers.coco(
+            file_root=root, annotations_file=ann, image_ids=True, name="R"
+        )
         return images, ids + 0
 
     p = pipe()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,8 +43,10 @@ def test_one_record_matches_hand_computed_bytes():
     # data holding the magic is split: start (cflag 1) and end (cflag 3) parts
     split = encode_record(b"xy" + struct.pack("<I", MAGIC) + b"z")
     assert split == (
-        bytes([0x0A, 0x23, 0xD7, 0xCE, 2, 0, 0, 0x20]) + b"xy\0\0"
-        + bytes([0x0A, 0x23, 0xD7, 0xCE, 1, 0, 0, 0x60]) + b"z\0\0\0"
+        bytes([0x0A, 0x23, 0xD7, 0xCE, 2, 0, 0, 0x20])
+        + b"xy\0\0"
+        + bytes([0x0A, 0x23, 0xD7, 0xCE, 1, 0, 0, 0x60])
+        + b"z\0\0\0"
     )
 
 
@@ -82,7 +85,9 @@ def test_shards_cover_every_record_once_per_epoch(tmp_path, num_shards, shuffle)
     def make(shard, shards):
         return reader_pipe(rec, idx, batch_size=2, shard_id=shard, num_shards=shards, **kw)
 
-    epochs = shard_epochs(make, ["data", "label"], lambda b, i: int(b["label"].at(i)[0]), num_shards)
+    epochs = shard_epochs(
+        make, ["data", "label"], lambda b, i: int(b["label"].at(i)[0]), num_shards
+    )
     for per_shard in epochs:
         assert sorted(k for keys in per_shard for k in keys) == list(range(n))
     first = [k for keys in epochs[0] for k in keys]
@@ -108,13 +113,15 @@ def test_resume_mid_epoch(tmp_path):
 def test_truncated_record_names_file_and_offset(tmp_path):
     payloads = [encode_image_record(img, float(i)) for i, img in enumerate(images(4))]
     rec, idx, offsets = write_rec(tmp_path, payloads)
-    blob = open(rec, "rb").read()
+    blob = Path(rec).read_bytes()
     # record 2 claims more bytes than the file holds before record 3
     bad = bytearray(blob)
     struct.pack_into("<I", bad, offsets[2] + 4, 500)
-    open(rec, "wb").write(bytes(bad))
+    Path(rec).write_bytes(bytes(bad))
     p = reader_pipe(rec, idx, batch_size=4)
-    with pytest.raises((OperatorError, ValueError), match=rf"data\.rec.*offset {offsets[2]}.*500 bytes"):
+    with pytest.raises(
+        (OperatorError, ValueError), match=rf"data\.rec.*offset {offsets[2]}.*500 bytes"
+    ):
         p.run()
     p.close()
 
@@ -134,9 +141,9 @@ def test_truncated_record_names_file_and_offset(tmp_path):
 
 def test_bad_magic_and_bad_index_line(tmp_path):
     rec, idx, offsets = write_rec(tmp_path, [encode_image_record(b"ab", 1.0)] * 2)
-    bad = bytearray(open(rec, "rb").read())
+    bad = bytearray(Path(rec).read_bytes())
     bad[offsets[1]] ^= 0xFF
-    open(rec, "wb").write(bytes(bad))
+    Path(rec).write_bytes(bytes(bad))
     p = reader_pipe(rec, idx, batch_size=2)
     with pytest.raises((OperatorError, ValueError), match=rf"offset {offsets[1]}.*bad magic"):
         p.run()

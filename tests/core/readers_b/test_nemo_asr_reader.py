@@ -26,10 +26,16 @@ def write_dataset(tmp_path, n, channels=1, extra_lines=()):
     (tmp_path / "audio").mkdir(exist_ok=True)
     lines = []
     for i in range(n):
-        sf.write(tmp_path / "audio" / f"{i}.wav", tone(i, channels=channels), RATE, subtype="PCM_16")
+        sf.write(
+            tmp_path / "audio" / f"{i}.wav", tone(i, channels=channels), RATE, subtype="PCM_16"
+        )
         lines.append(
             json.dumps(
-                {"audio_filepath": f"audio/{i}.wav", "duration": 0.05 * (i + 1), "text": f"utt {i} é"}
+                {
+                    "audio_filepath": f"audio/{i}.wav",
+                    "duration": 0.05 * (i + 1),
+                    "text": f"utt {i} é",
+                }
             )
         )
     lines += list(extra_lines)
@@ -61,8 +67,11 @@ def test_outputs_match_the_files(tmp_path):
 
 def test_int16_no_downmix_and_output_selection(tmp_path):
     manifest = write_dataset(tmp_path, 2, channels=2)
-    (audio,) = [asr_pipe([manifest], 2, downmix=False, dtype=types.INT16, read_sample_rate=False,
-                         read_text=False).run()][0]
+    (audio,) = [
+        asr_pipe(
+            [manifest], 2, downmix=False, dtype=types.INT16, read_sample_rate=False, read_text=False
+        ).run()
+    ][0]
     np.testing.assert_array_equal(audio.at(1), tone(1, channels=2))
     mono, _, _ = asr_pipe([manifest], 2).run()  # downmix (default): the channels' mean
     np.testing.assert_allclose(mono.at(0), tone(0, channels=2).mean(axis=1) / 32768.0, atol=1e-6)
@@ -78,8 +87,9 @@ def test_offset_duration_resample_and_duration_filter(tmp_path):
     audio, rate, _ = asr_pipe([manifest], 1, sample_rate=4000.0).run()
     assert float(rate.at(0)) == 4000.0 and len(audio.at(0)) == 200
     # durations 0.05, 0.10, 0.15, 0.20: keep [0.08, 0.16]; indices stay the manifest's
-    _, _, text, idx = asr_pipe([manifest], 2, min_duration=0.08, max_duration=0.16,
-                               read_idxs=True).run()
+    _, _, text, idx = asr_pipe(
+        [manifest], 2, min_duration=0.08, max_duration=0.16, read_idxs=True
+    ).run()
     assert [idx.at(i).tolist() for i in range(2)] == [[1], [2]]
     p = asr_pipe([manifest], 2, min_duration=0.08, max_duration=0.16)
     assert p.reader_meta("R")["epoch_size"] == 2
@@ -92,11 +102,18 @@ def test_shards_cover_every_entry_once_and_two_manifests_chain(tmp_path, num_sha
     second = write_dataset(tmp_path / "more", 3)
 
     def make(shard, shards):
-        return asr_pipe([first, second], 2, read_idxs=True, shard_id=shard, num_shards=shards,
-                        shuffle_after_epoch=True)
+        return asr_pipe(
+            [first, second],
+            2,
+            read_idxs=True,
+            shard_id=shard,
+            num_shards=shards,
+            shuffle_after_epoch=True,
+        )
 
-    epochs = shard_epochs(make, ["audio", "rate", "text", "idx"],
-                          lambda b, i: int(b["idx"].at(i)[0]), num_shards)
+    epochs = shard_epochs(
+        make, ["audio", "rate", "text", "idx"], lambda b, i: int(b["idx"].at(i)[0]), num_shards
+    )
     for per_shard in epochs:
         assert sorted(k for keys in per_shard for k in keys) == list(range(8))
     assert [k for keys in epochs[0] for k in keys] == list(range(8))  # shuffled after epoch 0

@@ -22,11 +22,13 @@ from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
-from chute.ops.readers import caffe  # noqa: F401
-from chute.ops.readers import coco  # noqa: F401
-from chute.ops.readers import file  # noqa: F401
-from chute.ops.readers import mxnet  # noqa: F401
-from chute.ops.readers import nemo_asr  # noqa: F401
+from chute.ops.readers import (
+    caffe,  # noqa: F401
+    coco,  # noqa: F401
+    file,  # noqa: F401
+    mxnet,  # noqa: F401
+    nemo_asr,  # noqa: F401
+)
 from chute.ops.video import decoder, reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate
 

@@ -27,7 +27,9 @@ from chute.ops.readers.records import RecordError, RecordSource, check_record_ar
 from chute.runtime.operator import Operator
 from chute.runtime.registry import register
 
-SINGLE_LABEL, MULTI_LABEL_SPARSE, MULTI_LABEL_DENSE, MULTI_LABEL_WEIGHTED_SPARSE, NO_LABEL = range(5)
+SINGLE_LABEL, MULTI_LABEL_SPARSE, MULTI_LABEL_DENSE, MULTI_LABEL_WEIGHTED_SPARSE, NO_LABEL = range(
+    5
+)
 # TensorProto.DataType values
 FLOAT, INT32, BYTE, STRING, INT64 = 1, 2, 3, 4, 10
 
@@ -95,7 +97,13 @@ class LmdbSource(RecordSource):
         with self.env.begin(buffers=False) as txn:
             self.keys = [bytes(k) for k in txn.cursor().iternext(keys=True, values=False)]
         self.txn = None
-        self.start(node, pipeline, len(self.keys), [repr(k) for k in self.keys], on_error_of(node, pipeline))
+        self.start(
+            node,
+            pipeline,
+            len(self.keys),
+            [repr(k) for k in self.keys],
+            on_error_of(node, pipeline),
+        )
 
     def source_info(self, index: int) -> str:
         return f"{self.path}:{self.keys[index].decode('utf-8', 'backslashreplace')}"

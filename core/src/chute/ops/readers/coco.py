@@ -105,7 +105,9 @@ class COCOReader(Operator):
         op = "fn.readers.coco"
         check_record_args(op, args)
         if args.get("polygon_masks") and args.get("pixelwise_masks"):
-            raise ValueError(f"{op}: arguments 'polygon_masks' and 'pixelwise_masks' exclude each other")
+            raise ValueError(
+                f"{op}: arguments 'polygon_masks' and 'pixelwise_masks' exclude each other"
+            )
         pre = args.get("preprocessed_annotations")
         if not pre and not args.get("annotations_file"):
             raise ValueError(f"{op}: give 'annotations_file' or 'preprocessed_annotations'")
@@ -169,7 +171,9 @@ class CocoSource(RecordSource):
             os.makedirs(folder, exist_ok=True)
             save_preprocessed(self.samples, os.path.join(folder, PREPROCESSED_NAME))
         root = node.arg("file_root")
-        self.paths = [os.path.join(root, s.file_name) if root else s.file_name for s in self.samples]
+        self.paths = [
+            os.path.join(root, s.file_name) if root else s.file_name for s in self.samples
+        ]
         names = [s.file_name for s in self.samples]
         self.start(node, pipeline, len(self.samples), names, on_error)
 

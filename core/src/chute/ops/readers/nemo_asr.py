@@ -190,9 +190,7 @@ def read_manifests(
                 max_duration > 0 and duration > max_duration
             ):
                 continue
-            entries.append(
-                AsrEntry(os.path.join(base, audio), index - 1, text, offset, duration)
-            )
+            entries.append(AsrEntry(os.path.join(base, audio), index - 1, text, offset, duration))
     return entries
 
 
@@ -211,9 +209,7 @@ class NemoAsrSource(RecordSource):
         self.sample_rate = node.arg("sample_rate")
         self.downmix = node.arg("downmix")
         self.dtype = np.dtype(to_dtype(node.arg("dtype")))
-        self.outputs = [
-            k for k in ("read_sample_rate", "read_text", "read_idxs") if node.arg(k)
-        ]
+        self.outputs = [k for k in ("read_sample_rate", "read_text", "read_idxs") if node.arg(k)]
         names = [f"{e.index}:{os.path.basename(e.audio_filepath)}" for e in self.entries]
         self.start(node, pipeline, len(self.entries), names, on_error)
 
@@ -226,12 +222,14 @@ class NemoAsrSource(RecordSource):
             raise RecordError(entry.error)
         encoded = read_file(entry.audio_filepath)
         try:
-            audio, rate = decode_audio(encoded, max(self.sample_rate, 0.0), self.downmix, self.dtype)
+            audio, rate = decode_audio(
+                encoded, max(self.sample_rate, 0.0), self.downmix, self.dtype
+            )
         except ValueError as exc:
             raise RecordError(f"{entry.audio_filepath!r}: {exc}") from None
         if entry.offset > 0 or entry.duration > 0:
-            first = int(round(entry.offset * rate))
-            end = first + int(round(entry.duration * rate)) if entry.duration > 0 else len(audio)
+            first = round(entry.offset * rate)
+            end = first + round(entry.duration * rate) if entry.duration > 0 else len(audio)
             audio = np.ascontiguousarray(audio[first:end])
         out: list[Any] = [audio]
         if "read_sample_rate" in self.outputs:
