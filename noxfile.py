@@ -39,7 +39,15 @@ nox.options.error_on_missing_interpreters = True
 if "PIP_FIND_LINKS" in os.environ and "UV_FIND_LINKS" not in os.environ:
     os.environ["UV_FIND_LINKS"] = os.environ["PIP_FIND_LINKS"]
 
-TEST_DEPS = ["pytest>=8", "hypothesis>=6", "scipy", "scikit-image", "soundfile>=0.12", "av>=12"]
+TEST_DEPS = [
+    "pytest>=8",
+    "hypothesis>=6",
+    "scipy",
+    "scikit-image",
+    "soundfile>=0.12",
+    "av>=12",
+    "lmdb>=1.4",
+]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 
@@ -115,7 +123,7 @@ def lint(session: nox.Session) -> None:
 def core(session: nox.Session) -> None:
     """The engine's tests, with no deep-learning framework installed."""
     session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
-    session.run("pytest", "-q", "tests/core", "tests/compat", *session.posargs)
+    session.run("pytest", "-q", "tests/core", "tests/compat", "tests/reliability", *session.posargs)
 
 
 @nox.session(default=False)

@@ -29,6 +29,7 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
@@ -55,6 +56,23 @@ _tokens = itertools.count()
 _segments = itertools.count()
 # Callables handed to forked workers through inherited memory, by token.
 _FORK_CALLABLES: dict[int, Callable] = {}
+
+
+def _fresh_tracker_lock() -> None:
+    """In a forked child: a new lock for multiprocessing's resource tracker.
+
+    A worker forked while another thread of the parent held that lock (unlinking an
+    earlier batch's segment, say) inherits it held and waits forever at its first
+    SharedMemory, which registers there (seen: python_function(parallel=True) hung in a
+    test run). The stdlib keeps the lock private; without it there is nothing to reset.
+    """
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    lock = getattr(tracker, "_lock", None)
+    if lock is not None:
+        tracker._lock = threading.RLock() if "RLock" in type(lock).__name__ else threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_tracker_lock)
 # Pools of python_function nodes, by pipeline, closed with it.
 _PIPELINE_POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
