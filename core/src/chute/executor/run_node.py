@@ -216,7 +216,8 @@ def with_layout(value: Any, layout: str | None) -> Any:
         return value
     if value.layout() or not hasattr(value, "_layout"):
         return value
-    if len(value) and len(value.shape()[0]) != len(layout):
+    shape = getattr(value, "shape", None)
+    if callable(shape) and len(value) and len(shape()[0]) != len(layout):
         return value
     out = copy.copy(value)
     out._layout = layout
