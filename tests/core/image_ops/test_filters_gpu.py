@@ -126,7 +126,12 @@ def test_morphology_gpu_matches_cpu(op, border):
 def test_filters_gpu_sequences():
     rng = np.random.default_rng(6)
     seqs = [rng.uniform(0, 1, (f, 8, 9, 2)).astype(np.float32) for f in (3, 2)]
-    ks = [rng.uniform(-1, 1, (3, 3, 3)).astype(np.float32), np.ones((3, 3), np.float32)]
+    # one filter per frame (a batch's samples share their rank, as external_source wants)
+    ks = [rng.uniform(-1, 1, (f, 3, 3)).astype(np.float32) for f in (3, 2)]
+    cpu, gpu = run_both(lambda x, k: fn.filter(x, k), seqs, layout="FHWC", k=ks)
+    close(cpu, gpu, np.float32)
+    # one filter for every frame of a sample
+    ks = [rng.uniform(-1, 1, (3, 3)).astype(np.float32), np.ones((3, 3), np.float32)]
     cpu, gpu = run_both(lambda x, k: fn.filter(x, k), seqs, layout="FHWC", k=ks)
     close(cpu, gpu, np.float32)
     cpu, gpu = run_both(lambda x: fn.experimental.dilate(x), seqs, layout="FHWC")

@@ -19,11 +19,17 @@ RNG = np.random.default_rng(1)
 DENSE = [RNG.random((3, 4, 2)).astype(np.float32) for _ in range(4)]
 RAGGED = [RNG.random((s, 4, 2)).astype(np.float32) for s in (3, 1, 5, 2)]
 
+
+def _beside(x, y):
+    """``y`` on ``x``'s device (the CPU pipeline must not copy to the GPU)."""
+    return y.gpu() if x.device == "gpu" else y
+
+
 CASES = {
     "squeeze": lambda x: fn.squeeze(fn.expand_dims(x, axes=[1]), axes=[1]),
     "expand_dims": lambda x: fn.expand_dims(x, axes=[0], new_axis_names="A"),
     "reinterpret": lambda x: fn.reinterpret(x, dtype=np.int32),
-    "cast_like": lambda x: fn.cast_like(x * 300, fn.zeros(dtype=np.uint8).gpu()),
+    "cast_like": lambda x: fn.cast_like(x * 300, _beside(x, fn.zeros(dtype=np.uint8))),
     "one_hot": lambda x: fn.one_hot(fn.cast(x * 4, dtype=np.int32), num_classes=3, axis=1),
     "element_extract": lambda x: fn.element_extract(x, element_map=[0]),
     "sequence_rearrange": lambda x: fn.sequence_rearrange(x, new_order=[0, 0]),

@@ -15,7 +15,7 @@ import numpy as np
 from chute.executor.batched import supports_batched
 from chute.executor.lanes import current_lane
 from chute.executor.plan import Step
-from chute.executor.run_node import BatchWhere, run_node, run_sample
+from chute.executor.run_node import BatchWhere, run_node, run_sample, with_layout
 from chute.executor.skips import replace_bad_samples
 from chute.graph.node import DataNode, OpNode
 from chute.runtime.dense import BatchSlots
@@ -171,6 +171,8 @@ class BatchCompute:
         with self._lanes_lock:
             self.stats.add_call(node, perf_counter_ns() - start, batch.size, result)
         for i, r in enumerate(result):
+            if kind == "gpu":  # device batches carry the plan's layout, as CPU outputs do
+                r = with_layout(r, getattr(self.plan.specs.get((node.id, i)), "layout", None))
             values[(node.id, i)] = r
         # on_error skip/warn: samples a batch operator could not process (see BatchContext)
         failed = getattr(result[0], "failed", None)

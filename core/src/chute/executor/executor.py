@@ -21,7 +21,7 @@ from typing import Any
 from chute.executor.compute import BatchCompute
 from chute.executor.lanes import NoLock, Sequencer, lane_count, set_current_lane
 from chute.executor.plan import Plan
-from chute.executor.run_node import check_batch_size, read_source
+from chute.executor.run_node import check_batch_size, read_source, with_layout
 from chute.executor.stats import ExecutorStats
 from chute.runtime.workers import WorkerPool
 
@@ -134,7 +134,9 @@ class Executor(BatchCompute):
             check_batch_size(node, n, size, self.iteration)
             size = n
             for i, out in enumerate(outputs):
-                values[(node.id, i)] = out
+                values[(node.id, i)] = with_layout(
+                    out, getattr(self.plan.specs.get((node.id, i)), "layout", None)
+                )
             self.stats.add_call(node, elapsed, n, outputs)
             if node_meta is not None:
                 meta = node_meta

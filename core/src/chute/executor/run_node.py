@@ -14,6 +14,7 @@ runs. Same code, same contexts, hence the same random streams and results.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "run_node",
     "run_sample",
     "unfused_kind",
+    "with_layout",
 ]
 
 
@@ -199,6 +201,27 @@ def check_batch_size(node: OpNode, n: int, known: int | None, iteration: int) ->
             iteration,
             ValueError(f"produced a batch of {n} samples while another source produced {known}"),
         )
+
+
+def with_layout(value: Any, layout: str | None) -> Any:
+    """A device batch with the plan's build-time ``layout`` where it came without one.
+
+    GPU sources, host-to-GPU copies and some GPU backends give their TensorListGPU no
+    layout; the plan's spec (the operator's ``infer``) says what it is, as it does for
+    CPU outputs. A batch that has a layout, a plain list of samples, or samples whose
+    rank does not match ``layout`` are returned as they are. The batch is not changed
+    in place (another reader may hold it): a shallow copy shares its storage.
+    """
+    if not layout or isinstance(value, list) or not callable(getattr(value, "layout", None)):
+        return value
+    if value.layout() or not hasattr(value, "_layout"):
+        return value
+    shape = getattr(value, "shape", None)
+    if callable(shape) and len(value) and len(shape()[0]) != len(layout):
+        return value
+    out = copy.copy(value)
+    out._layout = layout
+    return out
 
 
 def as_list(value: Any) -> list[Any]:

@@ -18,7 +18,7 @@ from chute.gpu.batches import gpu_batch
 from chute.gpu.geometry_kernels import batch_outputs, launch, output_offsets
 from chute.gpu.runtime import require_gpu
 from chute.ops.image.distortion_kernels import jpeg_distort
-from chute.ops.image.filters_gpu import SAMPLE_DTYPE, FrameImages, sample_table
+from chute.ops.image.filters_gpu import SAMPLE_DTYPE, FrameImages, host_samples, sample_table
 
 __all__ = ["equalize_batch", "grid_mask_batch", "jpeg_distortion_batch"]
 
@@ -165,14 +165,15 @@ def _result(images: FrameImages, out: Any, offsets: np.ndarray, layout: str, ctx
     return gpu_batch(result, layout, ctx)
 
 
-def _layout(batch: Any) -> str:
-    return (batch.layout() if hasattr(batch, "layout") else "") or "HWC"
+def _layout(batch: Any, ctx: Any) -> str:
+    """The output layout: the input's (build-time, else the batch's), as the CPU ``infer``."""
+    return ctx.state or (batch.layout() if callable(getattr(batch, "layout", None)) else "") or ""
 
 
 def equalize_batch(inputs: list, args: Any, ctx: Any, op: str) -> Any:
     """Histogram equalization of a uint8 batch: histogram, table, lookup (three launches)."""
     cupy = require_gpu(op)
-    images = FrameImages(inputs[0], op)
+    images = FrameImages(inputs[0], op, ctx.state)
     if images.dtype != np.uint8:
         raise TypeError(f"{op}: takes uint8 images, got {images.dtype}")
     table, offsets, total = _table(images)
@@ -192,14 +193,14 @@ def equalize_batch(inputs: list, args: Any, ctx: Any, op: str) -> Any:
             launch(
                 _function("apply_lut", 0, device), n, images.hw, (table_dev, lut, out, np.int32(c))
             )
-    return _result(images, out, offsets, _layout(inputs[0]), ctx)
+    return _result(images, out, offsets, _layout(inputs[0], ctx), ctx)
 
 
 def grid_mask_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.grid_mask on the GPU: one launch over every image of the batch."""
     op = "fn.grid_mask"
     cupy = require_gpu(op)
-    images = FrameImages(inputs[0], op)
+    images = FrameImages(inputs[0], op, ctx.state)
     kind = _KINDS.get(images.dtype)
     if kind is None:
         raise TypeError(f"{op}: on the GPU the type must be one of {sorted(map(str, _KINDS))}")
@@ -225,21 +226,21 @@ def grid_mask_batch(inputs: list, args: Any, ctx: Any) -> Any:
             kernel = _function("grid_mask", kind, cupy.cuda.Device().id)
             table_dev = cupy.asarray(table.view(np.uint8))
             launch(kernel, n, images.hw, (table_dev, cupy.asarray(params_img), out, np.int32(c)))
-    return _result(images, out, offsets, _layout(inputs[0]), ctx)
+    return _result(images, out, offsets, _layout(inputs[0], ctx), ctx)
 
 
 def jpeg_distortion_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.jpeg_compression_distortion on the GPU: a host round trip through OpenCV."""
     cupy = require_gpu("fn.jpeg_compression_distortion")
     batch = inputs[0]
-    host = batch.as_cpu()
+    host = host_samples(batch)
     out = []
     for i, quality in enumerate(args.column("quality")):
-        sample = np.asarray(host.at(i))
+        sample = host[i]
         if sample.ndim == 4:
             out.append(np.stack([jpeg_distort(f, quality) for f in sample]))
         else:
             out.append(jpeg_distort(sample, quality))
     with ctx.stream:
         device = [cupy.asarray(s) for s in out]
-    return gpu_batch(device, _layout(batch), ctx)
+    return gpu_batch(device, _layout(batch, ctx), ctx)

@@ -30,6 +30,7 @@ __all__ = [
     "FrameImages",
     "SAMPLE_DTYPE",
     "filter_batch",
+    "host_samples",
     "laplacian_batch",
     "median_batch",
     "morphology_batch",
@@ -252,7 +253,8 @@ def _kind(dtype: Any, op: str) -> int:
 class FrameImages:
     """A batch's images (frames of FHWC samples flattened) as the kernels read them."""
 
-    def __init__(self, batch: Any, op: str) -> None:
+    def __init__(self, batch: Any, op: str, layout: str | None = None) -> None:
+        """``layout``: the input's build-time layout (the node's ``ctx.state``), else the batch's."""
         cupy = require_gpu(op)
         self.keepalive: list = []
         ptrs, rows, hw = [], [], []
@@ -260,11 +262,12 @@ class FrameImages:
         self.channels, self.squeeze = 1, False
         dtypes, ndims, chans = set(), set(), set()
         frames = []
-        layout = (batch.layout() if hasattr(batch, "layout") else "") or ""
+        layout = layout or _batch_layout(batch)
         if layout.endswith("CHW"):
             raise ValueError(f"{op}: on the GPU samples must be channels-last, got {layout}")
         seq = layout.startswith("F")
-        for i, a in enumerate(raw_samples(batch)):
+        samples = list(batch) if isinstance(batch, (list, tuple)) else raw_samples(batch)
+        for i, a in enumerate(samples):
             if not isinstance(a, cupy.ndarray):
                 a = cupy.asarray(a)
             if a.ndim not in (2, 3, 4):
@@ -361,7 +364,14 @@ def _run(
     return gpu_batch(result, layout, ctx)
 
 
-def _host_samples(batch: Any) -> list[np.ndarray]:
+def host_samples(batch: Any) -> list[np.ndarray]:
+    """A small input's samples (filters, fill values) in host memory.
+
+    The batch is a TensorList (CPU or GPU) or a plain list of samples: a CPU node's
+    output (host arrays) or a GPU source's (CuPy arrays).
+    """
+    if isinstance(batch, (list, tuple)):
+        return [np.asarray(s.get()) if hasattr(s, "get") else np.asarray(s) for s in batch]
     host = batch.as_cpu() if hasattr(batch, "as_cpu") else batch
     return [np.asarray(host.at(i)) for i in range(len(host))]
 
@@ -369,12 +379,12 @@ def _host_samples(batch: Any) -> list[np.ndarray]:
 def filter_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.filter on the GPU: one correlation launch over every image (frame) of the batch."""
     op = "fn.filter"
-    images = FrameImages(inputs[0], op)
-    filters = _host_samples(inputs[1])
+    images = FrameImages(inputs[0], op, ctx.state)
+    filters = host_samples(inputs[1])
     n = len(filters)
     fills = [0.0] * n
     if len(inputs) > 2:
-        fills = [float(np.asarray(v).ravel()[0]) for v in _host_samples(inputs[2])]
+        fills = [float(np.asarray(v).ravel()[0]) for v in host_samples(inputs[2])]
     kernels: list[np.ndarray] = []
     for i, (k, f) in enumerate(zip(filters, images.sample_frames)):
         k = np.asarray(k, np.float32)
@@ -414,7 +424,6 @@ def filter_batch(inputs: list, args: Any, ctx: Any) -> Any:
         images.per_image(fills),
     )
     dtype = args["dtype"] or images.dtype
-    layout = inputs[0].layout() if hasattr(inputs[0], "layout") else "HWC"
     code = 0 if mode == "valid" else BORDER_CODES[border]
     return _run(
         "filter_batch",
@@ -426,14 +435,14 @@ def filter_batch(inputs: list, args: Any, ctx: Any) -> Any:
         ctx,
         (np.int32(code),),
         weights,
-        layout or "HWC",
+        _layout(inputs[0], ctx),
     )
 
 
 def laplacian_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.laplacian on the GPU: each sample's summed 2-D kernel, one correlation launch."""
     op = "fn.laplacian"
-    images = FrameImages(inputs[0], op)
+    images = FrameImages(inputs[0], op, ctx.state)
     cache: dict = {}
     kernels = []
     columns = zip(args.column("window_size"), args.column("smoothing_size"), args.column("scale"))
@@ -474,14 +483,14 @@ def laplacian_batch(inputs: list, args: Any, ctx: Any) -> Any:
         ctx,
         (np.int32(BORDER_CODES["reflect_101"]),),
         weights,
-        _layout(inputs[0]),
+        _layout(inputs[0], ctx),
     )
 
 
 def median_batch(inputs: list, args: Any, ctx: Any) -> Any:
     """fn.experimental.median_blur on the GPU: one launch, replicated border."""
     op = "fn.experimental.median_blur"
-    images = FrameImages(inputs[0], op)
+    images = FrameImages(inputs[0], op, ctx.state)
     windows = []
     for w in images.per_image(list(args.column("window_size"))):
         ww, wh = as_pair(w, "window_size")
@@ -501,14 +510,21 @@ def median_batch(inputs: list, args: Any, ctx: Any) -> Any:
         windows // 2,
     )
     return _run(
-        "median_batch", images, table, images.hw, images.dtype, op, ctx, layout=_layout(inputs[0])
+        "median_batch",
+        images,
+        table,
+        images.hw,
+        images.dtype,
+        op,
+        ctx,
+        layout=_layout(inputs[0], ctx),
     )
 
 
 def morphology_batch(kind: str, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.experimental.dilate / erode on the GPU: one launch over the enlarged rectangles."""
     op = f"fn.experimental.{kind}"
-    images = FrameImages(inputs[0], op)
+    images = FrameImages(inputs[0], op, ctx.state)
     iterations = int(args["iterations"])
     windows, anchors = [], []
     for size, anchor in zip(
@@ -543,10 +559,15 @@ def morphology_batch(kind: str, inputs: list, args: Any, ctx: Any) -> Any:
         op,
         ctx,
         (border, np.int32(kind == "dilate")),
-        layout=_layout(inputs[0]),
+        layout=_layout(inputs[0], ctx),
     )
 
 
-def _layout(batch: Any) -> str:
-    layout = batch.layout() if hasattr(batch, "layout") else ""
-    return layout or "HWC"
+def _batch_layout(batch: Any) -> str:
+    """The layout a batch carries ("" for a plain list of samples)."""
+    return (batch.layout() if callable(getattr(batch, "layout", None)) else "") or ""
+
+
+def _layout(batch: Any, ctx: Any) -> str:
+    """The output layout: the input's (build-time, else the batch's), as the CPU ``infer``."""
+    return ctx.state or _batch_layout(batch)

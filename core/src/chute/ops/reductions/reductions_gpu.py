@@ -20,15 +20,17 @@ def reduce_batch(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """Run reduction ``op`` over a GPU batch (and the batch of means for std_dev/variance)."""
     cp = require_gpu(op.schema.display_name, device_id=ctx.device_id)
     batch = inputs[0]
-    storage = batch_storage(batch)
+    storage = batch if isinstance(batch, (list, tuple)) else batch_storage(batch)
     means = inputs[1] if len(inputs) > 1 else None
     keep = args["keep_dims"]
     kind = op.kind_name
-    layout = _layout(op, ctx, batch, means)
     with ctx.stream:
+        if means is not None:  # a GPU batch, or host samples (a constant mean is a CPU node)
+            means = [cp.asarray(m) for m in _samples(means)]
         if isinstance(storage, cp.ndarray) and len(batch):
             ndim = storage.ndim - 1
             axes = op._axes(args["axes"], ndim)
+            layout = _layout(batch, axes, keep)
             dtype = op.out_dtype(args, storage.dtype)
             mean = None
             if means is not None:
@@ -39,20 +41,27 @@ def reduce_batch(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
                 out = reduce(cp, kind, storage, tuple(a + 1 for a in axes), keep, dtype, args, mean)
             return gpu_batch(out, layout, ctx)
         out = []
-        for i, x in enumerate(batch.samples()):
+        layout = ""
+        for i, x in enumerate(_samples(batch)):
             axes = op._axes(args["axes"], x.ndim)
             dtype = op.out_dtype(args, x.dtype)
-            mean = means.at(i) if means is not None else None
-            out.append(reduce(cp, kind, x, axes, keep, dtype, args, mean))
+            mean = means[i] if means is not None else None
+            out.append(reduce(cp, kind, cp.asarray(x), axes, keep, dtype, args, mean))
+            layout = _layout(batch, axes, keep)
     return gpu_batch(out, layout, ctx)
 
 
-def _stacked_means(cp: Any, means: Any, shape: tuple, axes: tuple[int, ...]) -> Any:
-    """The batch of means as (N, ...) broadcasting against the (N, ...) data."""
+def _samples(batch: Any) -> list:
+    """The samples of a batch: a TensorList's, or the list itself (host or CuPy samples)."""
+    return list(batch) if isinstance(batch, (list, tuple)) else batch.samples()
+
+
+def _stacked_means(cp: Any, means: list, shape: tuple, axes: tuple[int, ...]) -> Any:
+    """The batch of means (CuPy samples) as (N, ...) broadcasting against the (N, ...) data."""
     n = shape[0]
     kept = tuple(1 if i in axes else s for i, s in enumerate(shape[1:]))
     dropped = tuple(s for i, s in enumerate(shape[1:]) if i not in axes)
-    samples = [means.at(i) for i in range(n)]
+    samples = means[:n]
     sizes = {int(m.size) for m in samples}
     if sizes == {1}:
         return cp.stack([m.reshape(()) for m in samples]).reshape((n,) + (1,) * len(kept))
@@ -69,9 +78,9 @@ def _stacked_means(cp: Any, means: Any, shape: tuple, axes: tuple[int, ...]) -> 
     return cp.stack(out)
 
 
-def _layout(op: Any, ctx: Any, batch: Any, means: Any) -> str:
-    from chute.graph.spec import Spec
-
-    ins = [batch] if means is None else [batch, means]
-    specs = [Spec(b.dtype, len(b.shape()[0]) if len(b) else None, b.layout() or None) for b in ins]
-    return op.infer(ctx.node, specs)[0].layout or ""
+def _layout(batch: Any, axes: tuple[int, ...], keep: bool) -> str:
+    """The output layout, as Reduction.infer gives it: the input's without the reduced axes."""
+    layout = "" if isinstance(batch, (list, tuple)) else batch.layout()
+    if keep or not layout:
+        return layout
+    return "".join(c for i, c in enumerate(layout) if i not in axes)

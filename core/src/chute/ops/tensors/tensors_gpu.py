@@ -26,22 +26,40 @@ __all__ = [
 ]
 
 
-def out_layout(ctx: Any, inputs: list, k: int = 0) -> str:
-    """Output ``k``'s layout as the node's ``infer`` gives it for these input batches."""
+def _samples(batch: Any) -> list:
+    """The samples of a batch: a TensorList's, or the list itself (a GPU source's, a host one's)."""
+    return list(batch) if isinstance(batch, (list, tuple)) else batch.samples()
+
+
+def _spec(batch: Any) -> Any:
+    """What ``infer`` knows of a batch at run time: dtype, rank and layout (lists have none)."""
     from chute.graph.spec import Spec
 
-    specs = [
-        Spec(b.dtype, len(b.shape()[0]) if len(b) else None, b.layout() or None) for b in inputs
-    ]
-    return ctx.node.op.infer(ctx.node, specs)[k].layout or ""
+    if isinstance(batch, (list, tuple)):
+        first = batch[0] if len(batch) else None
+        return Spec(
+            None if first is None else np.dtype(first.dtype),
+            None if first is None else first.ndim,
+            None,
+        )
+    return Spec(batch.dtype, len(batch.shape()[0]) if len(batch) else None, batch.layout() or None)
+
+
+def _layout(batch: Any) -> str:
+    return "" if isinstance(batch, (list, tuple)) else batch.layout()
+
+
+def out_layout(ctx: Any, inputs: list, k: int = 0) -> str:
+    """Output ``k``'s layout as the node's ``infer`` gives it for these input batches."""
+    return ctx.node.op.infer(ctx.node, [_spec(b) for b in inputs])[k].layout or ""
 
 
 def per_sample(inputs: list, args: Any, ctx: Any, func: Callable[[Any, Any], Any]) -> Any:
     """``func(sample, sample_args)`` for each sample of input 0, on the operator's stream."""
-    require_gpu(ctx.node.schema.display_name, device_id=ctx.device_id)
+    cp = require_gpu(ctx.node.schema.display_name, device_id=ctx.device_id)
     (batch,) = inputs
     with ctx.stream:
-        out = [func(batch.at(i), args.sample(i)) for i in range(len(batch))]
+        out = [func(cp.asarray(x), args.sample(i)) for i, x in enumerate(_samples(batch))]
     return gpu_batch(out, out_layout(ctx, inputs), ctx)
 
 
@@ -60,7 +78,9 @@ def cast_like(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.cast_like on the GPU: fn.cast's backend with the second input's type."""
     from chute.ops import tensor_gpu
 
-    return tensor_gpu.cast(op, inputs[:1], {"dtype": inputs[1].dtype}, ctx)
+    like = inputs[1]  # a GPU batch, or host samples
+    dtype = like.dtype if not isinstance(like, (list, tuple)) else _spec(like).dtype
+    return tensor_gpu.cast(op, inputs[:1], {"dtype": dtype}, ctx)
 
 
 def element_extract(inputs: list, args: Any, ctx: Any) -> Any:
@@ -69,7 +89,7 @@ def element_extract(inputs: list, args: Any, ctx: Any) -> Any:
 
     cp = require_gpu("fn.element_extract", device_id=ctx.device_id)
     (batch,) = inputs
-    storage = batch_storage(batch)
+    storage = _samples(batch) if isinstance(batch, (list, tuple)) else batch_storage(batch)
     element_map = args["element_map"]
     outs = []
     layout = out_layout(ctx, inputs)
@@ -82,7 +102,7 @@ def element_extract(inputs: list, args: Any, ctx: Any) -> Any:
                 samples = []
                 for x in storage:
                     frame_indices("fn.element_extract", "element_map", [k], x.shape[0])
-                    samples.append(x[k].copy())
+                    samples.append(cp.asarray(x)[k].copy())
                 outs.append(gpu_batch(samples, layout, ctx))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -93,27 +113,27 @@ def sequence_rearrange(inputs: list, args: Any, ctx: Any) -> Any:
 
     cp = require_gpu("fn.sequence_rearrange", device_id=ctx.device_id)
     (batch,) = inputs
-    storage = batch_storage(batch)
+    storage = _samples(batch) if isinstance(batch, (list, tuple)) else batch_storage(batch)
     with ctx.stream:
         if isinstance(storage, cp.ndarray) and not args.is_per_sample("new_order"):
             order = rearrange_order(args["new_order"], storage.shape[1])
-            return gpu_batch(storage[:, cp.asarray(order)], batch.layout(), ctx)
+            return gpu_batch(storage[:, cp.asarray(order)], _layout(batch), ctx)
         orders = args.column("new_order")
         out = [
-            x[cp.asarray(rearrange_order(orders[i], x.shape[0]))]
-            for i, x in enumerate(batch.samples())
+            cp.asarray(x)[cp.asarray(rearrange_order(orders[i], x.shape[0]))]
+            for i, x in enumerate(_samples(batch))
         ]
-    return gpu_batch(out, batch.layout(), ctx)
+    return gpu_batch(out, _layout(batch), ctx)
 
 
 def permute_batch(inputs: list, indices: list[int], ctx: Any) -> Any:
     """fn.permute_batch on the GPU: one gather for a dense batch, else the samples reordered."""
     cp = require_gpu("fn.permute_batch", device_id=ctx.device_id)
     (batch,) = inputs
-    storage = batch_storage(batch)
+    storage = _samples(batch) if isinstance(batch, (list, tuple)) else batch_storage(batch)
     with ctx.stream:
         if isinstance(storage, cp.ndarray):
             out: Any = storage[cp.asarray(np.asarray(indices, np.int64))]
         else:
-            out = [storage[i] for i in indices]
-    return gpu_batch(out, batch.layout(), ctx)
+            out = [cp.asarray(storage[i]) for i in indices]
+    return gpu_batch(out, _layout(batch), ctx)
