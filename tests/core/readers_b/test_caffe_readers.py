@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _reader_checks import check_resume, shard_epochs
+from _listed_reader_checks import check_resume, shard_epochs
 
 from chute import OperatorError, fn, pipeline_def
 from chute.ops.readers import protowire as pw

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _reader_checks import check_resume, shard_epochs
+from _listed_reader_checks import check_resume, shard_epochs
 
 from chute import OperatorError, fn, pipeline_def
 from chute.ops.readers.mxnet import MAGIC, encode_image_record, encode_record

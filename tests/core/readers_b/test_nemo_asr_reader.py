@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from _reader_checks import check_resume, shard_epochs
+from _listed_reader_checks import check_resume, shard_epochs
 
 from chute import OperatorError, fn, pipeline_def, types
 
