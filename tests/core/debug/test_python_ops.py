@@ -15,7 +15,11 @@ IMAGES = [RNG.integers(0, 255, (5 + i, 4, 3), dtype=np.uint8) for i in range(6)]
 
 
 def shm_segments() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    """chute's shared-memory segments (named chute_<pid>_...); multiprocessing's own
+    semaphores (sem.mp-*) are the resource tracker's to remove, at its own pace."""
+    if not os.path.isdir("/dev/shm"):
+        return set()
+    return {name for name in os.listdir("/dev/shm") if name.startswith("chute")}
 
 
 def run_python_function(parallel, method="fork", batch_processing=False, function=None):
