@@ -150,7 +150,7 @@ def test_pad_ragged(adapter, images):
     assert padded.dtype == np.uint8
     assert padded.shape == (4, max(len(s) for s in expected["encoded"]))
     for i, sample in enumerate(expected["encoded"]):
-        assert padded[i, : len(sample)].tobytes() == sample.tobytes()
+        assert padded[i, : len(sample)].tobytes() == np.asarray(sample).tobytes()
         assert not padded[i, len(sample) :].any()
 
 
