@@ -41,9 +41,23 @@ class BatchCompute:
                 self._run_segment(step, values, batch, dense)
             else:
                 self._run_batch_step(step.nodes[0], values, batch, step.kind)
+        self._skip_unread_source_failures(values, batch)
         outputs = [self._output(o, values, batch, dense) for o in self.plan.outputs]
         batch.values = {}  # the encoded inputs are not needed any more
         return outputs
+
+    def _skip_unread_source_failures(self, values: dict, batch: SourceBatch) -> None:
+        """Samples a source could not produce that no step read (its outputs go straight to
+        the user): under skip/warn they are replaced and reported like any other failure."""
+        failed = {
+            i: m["error"]
+            for i, m in enumerate(batch.meta[: batch.size])
+            if m.get("error") and m.get("real", True)
+        }
+        if failed:
+            replace_bad_samples(self, batch, values, failed, self._fillers.get("sources"))
+        if batch.size:
+            self._remember_filler("sources", values, batch)
 
     def _output(self, out: DataNode, values: dict, batch: SourceBatch, dense: dict) -> Any:
         value = values[(out.producer.id, out.index)]
