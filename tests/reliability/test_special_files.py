@@ -138,3 +138,34 @@ def test_fifo_in_dataset_is_skipped(dataset_with_fifo, read_path):
     assert [images.at(i).shape for i in range(len(images))] == [(4, 4, 3)] * 3
     assert [e["path"] for e in errors] == [fifo]
     assert "not a regular file" in errors[0]["reason"]
+
+
+def test_read_processes_refuse_a_fifo(tmp_path):
+    """The helper processes that read files for GPU decoders never block on a FIFO."""
+    from chute.ops.readers.read_processes import ReadProcesses
+
+    if not ReadProcesses.available():
+        pytest.skip("helper processes need memfd (Linux)")
+    regular = tmp_path / "a.jpg"
+    regular.write_bytes(b"\xff\xd8 seven")
+    fifo = tmp_path / "b.jpg"
+    os.mkfifo(fifo)
+    processes = ReadProcesses(1, blocks=1, block_bytes=1 << 20)
+    results: list = []
+    # the worker is another process: a blocked read would block read() itself
+    thread = threading.Thread(
+        target=lambda: results.append(processes.read([str(regular), str(fifo)], wait_s=1.0)),
+        daemon=True,
+    )
+    thread.start()
+    thread.join(5)
+    try:
+        if thread.is_alive():
+            _keep_releasing(fifo)
+            pytest.fail("reading a FIFO in a helper process blocked for more than 5 s")
+        (result,) = results
+        assert bytes(result[0]) == b"\xff\xd8 seven"
+        assert isinstance(result[1], str) and "not a regular file" in result[1]
+        assert str(fifo) in result[1]
+    finally:
+        processes.close()

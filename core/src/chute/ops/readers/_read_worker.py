@@ -11,13 +11,24 @@ fit, or an error message string. End of stdin ends the process.
 import mmap
 import os
 import pickle
+import stat
 import sys
+
+# A FIFO opened for reading would wait for a writer: open without blocking, check the type.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def read_into(view: memoryview, path: str, offset: int, end: int) -> object:
     """Read one file into ``view[offset:end]``: (offset, size), bytes when too big, or an error."""
     try:
-        with open(path, "rb", buffering=0) as f:
+        fd = os.open(path, _OPEN_FLAGS)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            return f"cannot read {path!r}: {kind}"
+        os.set_blocking(fd, True)
+        with open(fd, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
             if offset + size > end:
                 return f.read()
