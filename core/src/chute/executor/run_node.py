@@ -22,7 +22,7 @@ from chute.executor.batched import batched_values, supports_batched
 from chute.graph.node import OpNode
 from chute.runtime.context import BatchArgs, BatchContext, SampleContext
 from chute.runtime.dense import SlotContext
-from chute.runtime.errors import OperatorError
+from chute.runtime.errors import OperatorError, SampleError
 from chute.runtime.operator import ArgView
 from chute.runtime.workers import WorkerPool
 
@@ -183,6 +183,8 @@ def read_source(
         outputs, meta = source.next_batch(batch_size, epoch, iteration)
     except (StopIteration, OperatorError):
         raise
+    except SampleError as exc:
+        raise OperatorError(node, exc.sample, iteration, exc.cause, exc.source_info) from exc.cause
     except Exception as exc:
         raise OperatorError(node, None, iteration, exc) from exc
     if node.device == "gpu":

@@ -13,6 +13,7 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.runtime.errors import SampleError
 from chute.runtime.operator import Operator
 from chute.runtime.registry import register
 from chute.types import BatchInfo, SampleInfo, to_dtype
@@ -268,6 +269,8 @@ class ExternalSourceReader:
                     if i == 0:
                         raise
                     break
+                except Exception as exc:  # name the sample, as the parallel source does
+                    raise SampleError(i, exc, f"idx_in_epoch {info.idx_in_epoch}") from exc
             return samples
         # iterables and generator functions
         if self._iterator is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OperatorError"]
+__all__ = ["OperatorError", "SampleError"]
 
 
 class OperatorError(RuntimeError):
@@ -31,3 +31,17 @@ class OperatorError(RuntimeError):
             where += f" ({source_info})"
         super().__init__(f"{node.label} failed on {where}: {type(cause).__name__}: {cause}")
         self.__cause__ = cause
+
+
+class SampleError(Exception):
+    """Raised by a source (or operator) that knows which sample of the batch failed.
+
+    The engine turns it into an :class:`OperatorError` naming that sample; ``cause`` is
+    the exception the user's code raised.
+    """
+
+    def __init__(self, sample: int, cause: BaseException, source_info: str | None = None):
+        super().__init__(f"sample {sample}: {type(cause).__name__}: {cause}")
+        self.sample = sample
+        self.cause = cause
+        self.source_info = source_info
