@@ -87,6 +87,8 @@ class PipelineState:
         epoch, iteration = self._executor.last_position
         names = {n.id: n.name for n in self._plan.sources}
         return {
+            "version": STATE_VERSION,
+            "batch_size": self.batch_size,
             "epoch": epoch,
             "iteration": iteration,
             "sources": {names[k]: v for k, v in self._executor.last_states.items()},
@@ -95,6 +97,7 @@ class PipelineState:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue after the batch at which ``state_dict()`` was taken."""
         self.build()
+        check_state(state, self.batch_size)
         ids = {n.name: n.id for n in self._plan.sources}
         missing = set(state["sources"]) - set(ids)
         if missing:
@@ -148,3 +151,39 @@ class PipelineState:
         if name is None:
             return {k: r.meta()["epoch_size"] for k, r in self._readers().items()}
         return self._reader(name).meta()["epoch_size"]
+
+
+# The layout of Pipeline.state_dict(); states without "version" (before it) still load.
+STATE_VERSION = 1
+
+
+def check_state(state: Any, batch_size: int) -> None:
+    """Refuse a state that is not what state_dict() gives, naming the field at fault."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"load_state_dict: expected the dict that state_dict() returns, "
+            f"got {type(state).__name__}"
+        )
+    for key in ("epoch", "iteration", "sources"):
+        if key not in state:
+            raise ValueError(
+                f"load_state_dict: the state has no {key!r} field (it has {sorted(state)})"
+            )
+    version = state.get("version", STATE_VERSION)
+    if version != STATE_VERSION:
+        raise ValueError(
+            f"load_state_dict: state version {version!r}; this chute reads version {STATE_VERSION}"
+        )
+    for key in ("epoch", "iteration"):
+        value = state[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(
+                f"load_state_dict: field {key!r} must be a non-negative integer, got {value!r}"
+            )
+    if not isinstance(state["sources"], dict):
+        raise TypeError("load_state_dict: field 'sources' must be a dict of source states")
+    saved = state.get("batch_size", batch_size)
+    if saved != batch_size:
+        raise ValueError(
+            f"load_state_dict: field 'batch_size' is {saved!r}, this pipeline's is {batch_size}"
+        )

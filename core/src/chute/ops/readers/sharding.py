@@ -134,8 +134,9 @@ class ShardedSource:
 
     def init_plan(self, node: OpNode, size: int, batch_size: int, names: list[str]) -> None:
         seed = node.args.get("seed")
+        self._names_crc = zlib.crc32("\n".join(names).encode())
         if seed is None:  # the same on every shard, without the user agreeing on a seed
-            seed = zlib.crc32("\n".join(names).encode())
+            seed = self._names_crc
         self.node = node
         self.plan = EpochPlan(
             size=size,
@@ -187,9 +188,57 @@ class ShardedSource:
     def reset(self) -> None:
         """Pipeline.reset(): readers stream across epochs, nothing to rewind."""
 
-    def state(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "batch_index": self.batch_index}
+    def fingerprint(self) -> dict[str, int]:
+        """What a saved position belongs to: the dataset (size, names), shards, batch, seed."""
+        plan = self.plan
+        return {
+            "size": plan.size,
+            "names_crc32": self._names_crc,
+            "num_shards": plan.num_shards,
+            "shard_id": plan.shard_id,
+            "batch_size": plan.batch_size,
+            "seed": plan.seed,
+        }
 
-    def restore(self, state: dict[str, int]) -> None:
+    def state(self) -> dict[str, Any]:
+        """The position after the last batch handed out, and what it belongs to."""
+        return {
+            "epoch": self.epoch,
+            "batch_index": self.batch_index,
+            "samples_in_epoch": self.batch_index * self.plan.batch_size,
+            "fingerprint": self.fingerprint(),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from ``state()``; a state of another setup or out of range is refused.
+
+        A state without ``fingerprint`` (a position the pipeline made itself: the start
+        of an epoch) is checked for its fields and range only.
+        """
+        label = self.node.label
+        if not isinstance(state, dict):
+            raise TypeError(f"{label}: a reader state is a dict, got {type(state).__name__}")
+        for key in ("epoch", "batch_index"):
+            value = state.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(
+                    f"{label}: state field {key!r} must be a non-negative integer, got {value!r}"
+                )
+        saved = state.get("fingerprint")
+        if saved is not None:
+            if not isinstance(saved, dict):
+                raise TypeError(f"{label}: state field 'fingerprint' must be a dict")
+            for key, value in self.fingerprint().items():
+                if saved.get(key) != value:
+                    raise ValueError(
+                        f"{label}: the state was saved for another setup: {key} was "
+                        f"{saved.get(key)!r}, this reader has {value!r}"
+                    )
+        batches = self.plan.batches_per_epoch
+        if batches and state["batch_index"] >= batches:
+            raise ValueError(
+                f"{label}: state field 'batch_index' is {state['batch_index']}, past the "
+                f"{batches} batches of an epoch"
+            )
         self.epoch = state["epoch"]
         self.batch_index = state["batch_index"]
