@@ -54,7 +54,7 @@ WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 # session -> (extras of core/pyproject.toml whose dependencies it installs, other packages);
 # None: core is not installed.
 LOCK_INPUTS: dict[str, tuple[list[str] | None, list[str]]] = {
-    "lint": (None, ["ruff", "import-linter"]),
+    "lint": (None, ["ruff", "import-linter", "mypy", "numpy"]),
     "core": ([], TEST_DEPS),
     "docs": (["demo"], DOCS_DEPS),
     "wheel": ([], WHEEL_DEPS),
@@ -109,14 +109,19 @@ def lint(session: nox.Session) -> None:
 
     import-linter checks the contracts in pyproject.toml (layers that import only
     downward, an executor that imports no operator, no framework in the core);
-    dev/import_cycles.py fails on an import cycle of more than 3 modules.
+    dev/import_cycles.py fails on an import cycle of more than 3 modules; mypy, through
+    chute's .pyi stubs ([tool.mypy] in pyproject.toml), accepts tests/typing/pipelines_ok.py
+    and gives pipelines_bad.py exactly the errors its comments expect.
     """
-    session.install("-c", _lock(session, "lint"), "ruff", "import-linter")
+    session.install("-c", _lock(session, "lint"), "ruff", "import-linter", "mypy", "numpy")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     source = {"PYTHONPATH": str(ROOT / "core" / "src")}  # read, not imported: no install
     session.run("lint-imports", "--no-cache", env=source)
     session.run("python", "dev/import_cycles.py", "--max", "3", env=source)
+    # the fn/ops stubs (python -m chute.tools.stubs) catch a misspelled operator argument
+    session.run("mypy", "--no-incremental", "tests/typing/pipelines_ok.py")
+    session.run("python", "tests/typing/check_errors.py")
 
 
 @nox.session
