@@ -30,6 +30,11 @@ def test_imported_from_the_installed_wheels() -> None:
 def test_package_data_is_in_the_wheel() -> None:
     files = importlib.resources.files("chute")
     assert (files / "py.typed").is_file()
+    # the typed surface: generated operator stubs and the compiled module's stub
+    assert (files / "fn" / "__init__.pyi").is_file() and (files / "ops" / "__init__.pyi").is_file()
+    assert (files / "fn" / "decoders.pyi").is_file() and (
+        files / "runtime" / "_native.pyi"
+    ).is_file()
     kernels = sorted(p.name for p in (files / "kernels").iterdir() if p.name.endswith(".cu"))
     assert "resample.cu" in kernels and "crop_mirror_normalize.cu" in kernels
 
