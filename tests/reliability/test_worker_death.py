@@ -44,11 +44,21 @@ def _within(seconds: float, call):
     return not thread.is_alive(), box
 
 
-def _no_children_within(seconds: float) -> list:
+def _no_children_within(seconds: float, before: frozenset = frozenset()) -> list:
+    """Child processes (other than those in ``before``) still alive after ``seconds``."""
+
+    def left() -> list:
+        return [c for c in multiprocessing.active_children() if c.pid not in before]
+
     end = time.monotonic() + seconds
-    while multiprocessing.active_children() and time.monotonic() < end:
+    while left() and time.monotonic() < end:
         time.sleep(0.05)
-    return multiprocessing.active_children()
+    return left()
+
+
+def _children() -> frozenset:
+    """The pids of the children alive now (an earlier test's may still be exiting)."""
+    return frozenset(c.pid for c in multiprocessing.active_children())
 
 
 def _killing_source(victim: int):
@@ -69,7 +79,7 @@ def _killing_function(victim: int):
     return function
 
 
-def _check_death(pipe, steps: int, sample: int) -> None:
+def _check_death(pipe, steps: int, sample: int, children: frozenset) -> None:
     before = _shm()
     done, box = _within(DEADLINE_S, lambda: [pipe.run() for _ in range(steps)])
     closed, _ = _within(DEADLINE_S, pipe.close)
@@ -80,7 +90,7 @@ def _check_death(pipe, steps: int, sample: int) -> None:
     message = str(error)
     assert "worker process" in message and "SIGKILL" in message, message
     assert f"sample {sample}" in message, message
-    assert _no_children_within(5) == []
+    assert _no_children_within(5, children) == []
     assert _shm() - before == set()
 
 
@@ -89,8 +99,9 @@ def test_killed_external_source_worker_is_an_error_naming_it():
     def pipe():
         return fn.external_source(source=_killing_source(6), batch=False, parallel=True, name="src")
 
+    children = _children()
     p = pipe()
-    _check_death(p, 3, 6)
+    _check_death(p, 3, 6, children)
 
 
 def test_killed_python_function_worker_is_an_error_naming_it():
@@ -101,14 +112,25 @@ def test_killed_python_function_worker_is_an_error_naming_it():
         )
         return fn.python_function(x, function=_killing_function(5), parallel=True)
 
+    children = _children()
     p = pipe()
-    _check_death(p, 3, 1)  # the 6th sample is sample 1 of the second batch
+    _check_death(p, 3, 1, children)  # the 6th sample is sample 1 of the second batch
 
 
 def test_pipeline_runs_on_after_a_worker_died_between_batches():
     """A worker killed while idle lost no work: the next batches come from fresh workers."""
+    children = _children()
 
-    @pipeline_def(batch_size=4, num_threads=1, seed=0, py_num_workers=2, py_start_method="fork")
+    # not pipelined: the second batch must not be computed (by the victim) before the kill
+    @pipeline_def(
+        batch_size=4,
+        num_threads=1,
+        seed=0,
+        py_num_workers=2,
+        py_start_method="fork",
+        exec_pipelined=False,
+        exec_async=False,
+    )
     def pipe():
         x = fn.external_source(
             source=lambda info: np.array([info.idx_in_epoch], np.int64), batch=False
@@ -131,4 +153,4 @@ def test_pipeline_runs_on_after_a_worker_died_between_batches():
     (doubled, pids) = box["value"]
     assert [int(doubled.at(i)[0]) for i in range(4)] == [8, 10, 12, 14]
     assert victim not in {int(pids.at(i)) for i in range(4)}
-    assert _no_children_within(5) == []
+    assert _no_children_within(5, children) == []
