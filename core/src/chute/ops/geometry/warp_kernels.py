@@ -34,10 +34,14 @@ def as_affine(matrix: Any) -> np.ndarray:
     """Return a 2x3 float64 matrix from a 2x3, 3x3 or flat 6-element input."""
     m = np.asarray(matrix, dtype=np.float64)
     if m.size == 6:
-        return m.reshape(2, 3)
-    if m.shape == (3, 3):
-        return m[:2]
-    raise ValueError(f"an affine matrix needs 6 values (2x3), got shape {m.shape}")
+        m = m.reshape(2, 3)
+    elif m.shape == (3, 3):
+        m = m[:2]
+    else:
+        raise ValueError(f"an affine matrix needs 6 values (2x3), got shape {m.shape}")
+    if not np.isfinite(m).all():  # NaN or inf would warp every pixel to the fill value
+        raise ValueError(f"argument 'matrix' must be finite, got {m.ravel().tolist()}")
+    return m
 
 
 def invert_affine(matrix: Any) -> np.ndarray:
