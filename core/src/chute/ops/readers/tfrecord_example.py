@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chute.ops.readers.protowire import encode_bytes, encode_varint
+
 __all__ = [
     "Feature",
     "FixedLenFeature",
@@ -215,27 +217,6 @@ def _decode_feature(buf: memoryview) -> tuple[int, object]:
     return kind, values
 
 
-def _key(number: int, wire: int) -> bytes:
-    return _encode_varint((number << 3) | wire)
-
-
-def _encode_varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _delimited(number: int, payload: bytes) -> bytes:
-    return _key(number, 2) + _encode_varint(len(payload)) + payload
-
-
 def encode_example(features: Mapping[str, object]) -> bytes:
     """Serialize a tf.train.Example of ``name -> values`` as TensorFlow does.
 
@@ -245,9 +226,9 @@ def encode_example(features: Mapping[str, object]) -> bytes:
     """
     entries = []
     for name, value in features.items():
-        entry = _delimited(1, name.encode()) + _delimited(2, _encode_feature(value))
-        entries.append(_delimited(1, entry))
-    return _delimited(1, b"".join(entries))
+        entry = encode_bytes(1, name.encode()) + encode_bytes(2, _encode_feature(value))
+        entries.append(encode_bytes(1, entry))
+    return encode_bytes(1, b"".join(entries))
 
 
 def _encode_feature(value: object) -> bytes:
@@ -265,9 +246,9 @@ def _encode_feature(value: object) -> bytes:
         if kind is None:
             kind = "f" if any(isinstance(v, (float, np.floating)) for v in value) else "i"
     if kind == "b":
-        items = b"".join(_delimited(1, v.encode() if isinstance(v, str) else v) for v in value)
-        return _delimited(1, items)
+        items = b"".join(encode_bytes(1, v.encode() if isinstance(v, str) else v) for v in value)
+        return encode_bytes(1, items)
     if kind == "f":
-        return _delimited(2, _delimited(1, struct.pack(f"<{len(value)}f", *value)))
-    packed = b"".join(_encode_varint(int(v)) for v in value)
-    return _delimited(3, _delimited(1, packed))
+        return encode_bytes(2, encode_bytes(1, struct.pack(f"<{len(value)}f", *value)))
+    packed = b"".join(encode_varint(int(v)) for v in value)
+    return encode_bytes(3, encode_bytes(1, packed))
