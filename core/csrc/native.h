@@ -16,6 +16,9 @@ PyObject *random_crop_window(PyObject *self, PyObject *args);
 /* lut_planes.c */
 PyObject *lut_u8(PyObject *self, PyObject *args);
 
+/* jpeg_check.c */
+PyObject *jpeg_check_batch(PyObject *self, PyObject *args);
+
 /* read_files.c */
 PyObject *read_files(PyObject *self, PyObject *args);
 

@@ -70,12 +70,22 @@ def decode_cpu(data: Any, roi: Any = None, output_type: str = "RGB") -> np.ndarr
 
 
 def decode_and_upload(
-    cupy: Any, device_id: int, data: Any, roi: Any, out_type: str, stream: Any
+    cupy: Any,
+    device_id: int,
+    data: Any,
+    roi: Any,
+    out_type: str,
+    stream: Any,
+    decode: Any = None,
 ) -> tuple[Any, Any]:
-    """Decode on this CPU thread, stage in pinned memory, upload asynchronously on stream."""
+    """Decode on this CPU thread, stage in pinned memory, upload asynchronously on stream.
+
+    ``decode(data, roi, out_type)`` (default :func:`decode_cpu`) is the CPU decoder: the
+    image operators pass chute's own, so that a file refused on the CPU is refused here.
+    """
     import cupyx
 
-    img = decode_cpu(data, roi, out_type)
+    img = (decode or decode_cpu)(data, roi, out_type)
     host = cupyx.empty_pinned(img.shape, np.uint8)
     np.copyto(host, img)
     with cupy.cuda.Device(device_id):

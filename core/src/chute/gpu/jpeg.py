@@ -272,6 +272,8 @@ class BatchDecoder:
         stream: Any = None,
         as_cupy: bool = True,
         on_stream: bool = False,
+        reject: dict[int, str] | None = None,
+        cpu_decode: Any = None,
     ) -> DecodedBatch:
         """Decode a batch (encoded bytes or a ParsedBatch), each sample cropped to its ROI.
 
@@ -281,7 +283,10 @@ class BatchDecoder:
         With ``on_stream=True`` the decoders work on ``stream`` itself instead of this
         decoder's own stream (no event hand-off; two decoders given two streams overlap);
         the caller then keeps ``stream`` alive as long as any image, since image memory
-        is freed in its order.
+        is freed in its order. ``reject`` maps samples the caller refused (after
+        :meth:`parse`: a structure fault, a size above its pixel limit) to the reason: they
+        are neither decoded nor allocated for. ``cpu_decode(data, roi, out_type)`` decodes
+        the samples no GPU backend takes (default: OpenCV, then Pillow).
         """
         cupy = self._cupy
         out_type = output_type_name(output_type)
@@ -295,6 +300,8 @@ class BatchDecoder:
             if not (on_stream and stream is not None):
                 stream = self._stream
             result = DecodedBatch([None] * n, list(parsed.errors), parsed.windows.copy(), [""] * n)
+            for i, why in (reject or {}).items():
+                result.errors[i] = why
             shapes = result.shapes = np.zeros((n, 3), np.int64)
 
             parsed_ok = (parsed.streams.handles != 0).tolist()
@@ -307,7 +314,9 @@ class BatchDecoder:
             futures: dict[int, Future] = {}
             if self.cpu_backend == "opencv":
                 for i in groups.pop("cpu"):
-                    futures[i] = self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream)
+                    futures[i] = self._submit_cpu(
+                        parsed.encoded[i], regions[i], out_type, stream, cpu_decode
+                    )
             named = [(name, idx) for name, idx in groups.items() if idx]
             # every group but the first runs on a pool thread; the first on this one
             jobs = [
@@ -343,7 +352,7 @@ class BatchDecoder:
                         result.windows[i] = tuple(float(v) for v in parsed.rois[i])
             futures.update(
                 {
-                    i: self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream)
+                    i: self._submit_cpu(parsed.encoded[i], regions[i], out_type, stream, cpu_decode)
                     for i in fallback
                 }
             )
@@ -417,14 +426,23 @@ class BatchDecoder:
             keep.append(buffer)  # pinned memory read by the copy
         return list(zip(idx, images)), keep
 
-    def _submit_cpu(self, data: Any, region: Any, out_type: str, stream: Any) -> Future:
+    def _submit_cpu(
+        self, data: Any, region: Any, out_type: str, stream: Any, decode: Any = None
+    ) -> Future:
         roi = (
             None
             if region is None
             else (region[0], region[1], region[2] - region[0], region[3] - region[1])
         )
         return self._pool.submit(
-            decode_and_upload, self._cupy, self.device_id, data, roi, out_type, stream
+            decode_and_upload,
+            self._cupy,
+            self.device_id,
+            data,
+            roi,
+            out_type,
+            stream,
+            decode,
         )
 
 

@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - installed where no C compiler was foun
 
 __all__ = [
     "available",
+    "jpeg_check_batch",
     "jpeg_module",
     "lut_u8",
     "random_crop_window",
@@ -36,6 +37,7 @@ resample_u8 = _kernel("resample_u8")
 random_crop_window = _kernel("random_crop_window")
 lut_u8 = _kernel("lut_u8")
 read_files = _kernel("read_files")
+jpeg_check_batch = _kernel("jpeg_check_batch")
 
 
 def jpeg_module(library_path: str) -> ModuleType | None:

@@ -49,6 +49,7 @@ from chute.ops.decoders.image_headers import (
     png_header,
     png_orientation,
 )
+from chute.ops.decoders.jpeg_structure import structure_errors
 from chute.ops.decoders.orientation import (
     apply_orientation,
     oriented_size,
@@ -239,6 +240,9 @@ def prepare(
         return DecodeJob(buf, out_type, out_dtype, orientation, plan, layout, native)
     height, width, colorspace, header = _jpeg_header(buf)
     check_pixels(height, width, max_pixels)
+    fault = structure_errors((buf,))[0]  # what a region decode would stop short of
+    if fault is not None:
+        raise DecodeError(f"jpeg: {fault}")
     orientation = jpeg_orientation(buf) if adjust_orientation else 1
     plan = _plan(height, width, orientation, roi, min_size)
     job = DecodeJob(buf, out_type, out_dtype, orientation, plan)

@@ -19,6 +19,10 @@ import numpy as np
 
 from chute.gpu.batches import decoded_images
 from chute.gpu.batches import decoders as _decoders
+from chute.ops.decoders import image_codec
+from chute.ops.decoders.image_codec import MAX_IMAGE_PIXELS
+from chute.ops.decoders.image_headers import DecodeError, as_buffer, check_pixels
+from chute.ops.decoders.jpeg_structure import structure_errors
 from chute.runtime import philox
 from chute.runtime.context import sample_generator
 from chute.runtime.crop_window import random_crop_window
@@ -48,9 +52,17 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
     region = getattr(ctx.state, "decode_region", None)  # the decoder's settings (setup)
     origins = None
     tuning = getattr(ctx.state, "tuning", None)  # the decoder's setup(): the build's Tuning
+    encoded = list(encoded)
+    refused = refuse_before_parse(encoded)
+    for i in refused:  # not even parsed: no code stream, no PIL fallback for it
+        encoded[i] = _EMPTY
     with _decoders.use(ctx.device_id, args["hw_decoder_load"], tuning) as decoder:
-        parsed = decoder.parse(list(encoded))
-        rois, bad = windows(parsed.shapes) if windows is not None else (None, {})
+        parsed = decoder.parse(encoded)
+        refused.update(refuse_sizes(parsed.shapes, parsed.streams.handles, refused))
+        shapes = parsed.shapes.copy()
+        shapes[list(refused)] = 0  # no window is drawn for a refused sample
+        rois, bad = windows(shapes) if windows is not None else (None, {})
+        refused.update({i: why for i, why in bad.items() if i not in refused})
         if region is not None:  # only what a fused resize + crop reads
             from chute.ops.geometry.gpu_fusion import decode_regions
 
@@ -65,9 +77,10 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
             stream=ctx.stream,
             as_cupy=False,
             on_stream=True,
+            reject=refused,
+            cpu_decode=_cpu_decode,
         )
     failed = {i: err for i, err in enumerate(result.errors) if err is not None}
-    failed.update(bad)
     if failed and ctx.on_error == "raise":
         i, err = next(iter(failed.items()))
         path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
@@ -80,6 +93,60 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
         batch.full_shapes = np.where(whole[:, None], result.shapes[:, :2], parsed.shapes)
     batch.failed = failed  # on_error skip/warn: the executor replaces these samples
     return batch
+
+
+_EMPTY = np.zeros(0, np.uint8)
+
+
+def refuse_before_parse(encoded: list) -> dict[int, str]:
+    """Samples refused from their bytes alone, as the CPU decoder refuses them: {i: reason}.
+
+    Empty samples, and JPEGs whose structure is broken (truncated, no EOI, bytes where a
+    marker belongs: chute.ops.decoders.jpeg_structure), which a GPU decoder would decode
+    into an image with grey or garbage rows.
+    """
+    refused: dict[int, str] = {}
+    jpegs = []
+    for i, data in enumerate(encoded):
+        view = as_buffer(data)
+        if len(view) == 0:
+            refused[i] = "empty input: 0 bytes"
+        elif bytes(view[:3]) == b"\xff\xd8\xff":
+            jpegs.append(i)
+    for i, fault in zip(jpegs, structure_errors([encoded[i] for i in jpegs])):
+        if fault is not None:
+            refused[i] = f"jpeg: {fault}"
+    return refused
+
+
+def refuse_sizes(shapes: Any, handles: Any, refused: dict[int, str]) -> dict[int, str]:
+    """Parsed samples whose header claims an empty size or more than MAX_IMAGE_PIXELS.
+
+    Checked before anything is allocated for them (a mutated header can claim 65535 x
+    65535 pixels), with the CPU decoder's limit and message.
+    """
+    out: dict[int, str] = {}
+    h = np.asarray(shapes[:, 0], np.int64)
+    w = np.asarray(shapes[:, 1], np.int64)
+    parsed = np.asarray(handles) != 0
+    suspect = parsed & ((h <= 0) | (w <= 0) | (h * w > MAX_IMAGE_PIXELS))
+    for i in np.flatnonzero(suspect).tolist():
+        if i in refused:
+            continue
+        try:
+            check_pixels(int(h[i]), int(w[i]), MAX_IMAGE_PIXELS)
+        except DecodeError as exc:
+            out[i] = str(exc)
+    return out
+
+
+def _cpu_decode(data: Any, roi: Any, out_type: str) -> np.ndarray:
+    """The CPU decoder of the samples no GPU backend takes: chute's, with its rules."""
+    region = None
+    if roi is not None:
+        y, x, h, w = (int(v) for v in roi)
+        region = (y, x, y + h, x + w)
+    return image_codec.decode(data, output_type=out_type, roi=region)
 
 
 def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
@@ -103,8 +170,11 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
         drawn = philox.random_crop_windows(shapes, words, tuple(area), tuple(ratio), attempts)
         found = [w if v else None for w, v in zip(drawn, valid.tolist())]
     for i in [i for i, w in enumerate(found) if w is None]:
-        found[i] = _window(int(shapes[i, 0]), int(shapes[i, 1]), args, ctx.rng(i))
-    return [tuple(w) for w in np.asarray(found, np.float64).reshape(n, 4).tolist()]
+        h, w = int(shapes[i, 0]), int(shapes[i, 1])
+        # an empty shape: a sample refused or not parsed; the whole image (whatever decodes)
+        found[i] = _window(h, w, args, ctx.rng(i)) if h > 0 and w > 0 else (0, 0, 0, 0)
+    out = [tuple(w) for w in np.asarray(found, np.float64).reshape(n, 4).tolist()]
+    return [None if w[2] <= 0 or w[3] <= 0 else w for w in out]
 
 
 def _window(h: int, w: int, args: Any, rng: Any) -> tuple:
@@ -145,7 +215,12 @@ def _vectorized_windows_ok() -> bool:
 
 
 def image_random_crop_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
-    return decode_mixed(inputs, args, ctx, lambda s: (random_crop_windows(s, args, ctx), {}))
+    def windows(shapes: np.ndarray) -> tuple[list, dict]:
+        rois = random_crop_windows(shapes, args, ctx)
+        unknown = "the image size could not be read from its header"
+        return rois, {i: unknown for i, roi in enumerate(rois) if roi is None}
+
+    return decode_mixed(inputs, args, ctx, windows)
 
 
 def image_window_mixed(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
