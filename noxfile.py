@@ -43,7 +43,6 @@ TEST_DEPS = [
     "pytest>=8",
     "hypothesis>=6",
     "scipy",
-    "scikit-image",
     "soundfile>=0.12",
     "av>=12",
     "lmdb>=1.4",
@@ -56,7 +55,7 @@ WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 LOCK_INPUTS: dict[str, tuple[list[str] | None, list[str]]] = {
     "lint": (None, ["ruff", "import-linter", "mypy", "numpy"]),
     "core": ([], TEST_DEPS),
-    "docs": (["demo"], DOCS_DEPS),
+    "docs": ([], DOCS_DEPS),
     "wheel": ([], WHEEL_DEPS),
     **{framework: ([], [*FRAMEWORKS[framework], *TEST_DEPS]) for framework in FRAMEWORKS},
 }
@@ -142,7 +141,7 @@ def latest(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation: mkdocs build --strict, and every framework-free example it shows."""
-    session.install("-c", _lock(session, "docs"), "-e", "core[demo]", *DOCS_DEPS)
+    session.install("-c", _lock(session, "docs"), "-e", "core", *DOCS_DEPS)
     site = session.create_tmp()
     session.run(
         "mkdocs",
