@@ -110,9 +110,70 @@ static const char *check_jpeg(const unsigned char *p, Py_ssize_t n) {
     return "no EOI marker: the file is truncated";
 }
 
+/* With only_jpeg, what a decoder's batch needs: an empty buffer is refused, one that does not
+ * start as a JPEG does (FF D8 FF) passes (another decoder's business). */
+static const char *check_any(const unsigned char *p, Py_ssize_t n, int only_jpeg) {
+    if (!only_jpeg) return check_jpeg(p, n);
+    if (n == 0) return "empty input: 0 bytes";
+    if (n < 3 || p[0] != 0xFF || p[1] != 0xD8 || p[2] != 0xFF) return NULL;
+    return check_jpeg(p, n);
+}
+
+typedef struct {
+    Py_buffer *views;
+    const char **why;
+    Py_ssize_t start, stop;
+    int only_jpeg;
+} check_job;
+
+static void *check_range(void *arg) {
+    check_job *job = arg;
+    for (Py_ssize_t k = job->start; k < job->stop; k++)
+        job->why[k] = check_any(job->views[k].buf, job->views[k].len, job->only_jpeg);
+    return NULL;
+}
+
+#ifndef _WIN32
+#include <pthread.h>
+#define MAX_CHECK_THREADS 16
+#endif
+
+/* Check views[0:count] on up to `threads` threads (this one included). */
+static void check_all(Py_buffer *views, const char **why, Py_ssize_t count, int only_jpeg,
+                      int threads) {
+    check_job jobs[16];
+#ifndef _WIN32
+    pthread_t ids[MAX_CHECK_THREADS];
+    int started[MAX_CHECK_THREADS] = {0};
+    if (threads > MAX_CHECK_THREADS) threads = MAX_CHECK_THREADS;
+#else
+    threads = 1;
+#endif
+    if (threads < 1 || count < 2 * threads) threads = 1;
+    Py_ssize_t per = (count + threads - 1) / threads;
+    for (int t = 0; t < threads; t++) {
+        Py_ssize_t start = t * per, stop = start + per < count ? start + per : count;
+        jobs[t] = (check_job){views, why, start, stop, only_jpeg};
+    }
+#ifndef _WIN32
+    for (int t = 1; t < threads; t++)
+        started[t] = pthread_create(&ids[t], NULL, check_range, &jobs[t]) == 0;
+    check_range(&jobs[0]);
+    for (int t = 1; t < threads; t++) {
+        if (started[t])
+            pthread_join(ids[t], NULL);
+        else
+            check_range(&jobs[t]); /* no thread: do its share here */
+    }
+#else
+    check_range(&jobs[0]);
+#endif
+}
+
 PyObject *jpeg_check_batch(PyObject *self, PyObject *args) {
     PyObject *items;
-    if (!PyArg_ParseTuple(args, "O", &items)) return NULL;
+    int only_jpeg = 0, threads = 1;
+    if (!PyArg_ParseTuple(args, "O|pi", &items, &only_jpeg, &threads)) return NULL;
     PyObject *seq = PySequence_Fast(items, "jpeg_check_batch takes a list of buffers");
     if (seq == NULL) return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
@@ -128,8 +189,7 @@ PyObject *jpeg_check_batch(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_C_CONTIGUOUS) < 0)
             goto done;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t k = 0; k < count; k++)
-        why[k] = check_jpeg(views[k].buf, views[k].len);
+    check_all(views, why, count, only_jpeg, threads);
     Py_END_ALLOW_THREADS
     result = PyList_New(count);
     if (result == NULL) goto done;

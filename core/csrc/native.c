@@ -311,10 +311,12 @@ static PyMethodDef methods[] = {
      "Returns None per decoded item, or the library's message (str) for data it could not\n"
      "decode; bad arguments raise before anything is decoded."},
     {"jpeg_check_batch", jpeg_check_batch, METH_VARARGS,
-     "jpeg_check_batch(buffers) -> list\n\n"
+     "jpeg_check_batch(buffers, only_jpeg=False, threads=1) -> list\n\n"
      "The structure of each JPEG in the list `buffers` (markers, segment lengths, scans up to\n"
      "their end, restart markers, EOI), checked in one call without the GIL: per buffer None\n"
-     "where it is well-formed, else the reason (str)."},
+     "where it is well-formed, else the reason (str). With only_jpeg, buffers that do not\n"
+     "start as a JPEG pass and empty ones are refused. threads > 1 splits the list over\n"
+     "that many native threads (POSIX; this one included)."},
 #ifdef __SIZEOF_INT128__
     {"random_crop_window", random_crop_window, METH_VARARGS,
      "random_crop_window(height, width, area_lo, area_hi, ratio_lo, ratio_hi, num_attempts,\n"

@@ -240,14 +240,12 @@ def prepare(
         return DecodeJob(buf, out_type, out_dtype, orientation, plan, layout, native)
     height, width, colorspace, header = _jpeg_header(buf)
     check_pixels(height, width, max_pixels)
-    fault = structure_errors((buf,))[0]  # what a region decode would stop short of
-    if fault is not None:
-        raise DecodeError(f"jpeg: {fault}")
     orientation = jpeg_orientation(buf) if adjust_orientation else 1
     plan = _plan(height, width, orientation, roi, min_size)
     job = DecodeJob(buf, out_type, out_dtype, orientation, plan)
     if colorspace in ("CMYK", "YCCK"):
         # libjpeg-turbo cannot turn Adobe's inverted CMYK into RGB; Pillow can.
+        _check_structure(buf)
         job.pixels, job.layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
         job.plan = _Plan(plan.source_rect, 8)
     else:
@@ -264,11 +262,17 @@ def decode_jobs(jobs: list[DecodeJob]) -> list[Exception | None]:
     """
     errors: list[Exception | None] = [None] * len(jobs)
     todo = [(k, job) for k, job in enumerate(jobs) if job.jpeg is not None]
+    # the structure of all of them in one call without the GIL (see _check_structure)
+    faults = structure_errors([job.buf for _, job in todo])
+    for (k, job), fault in zip(todo, faults):
+        if fault is not None:
+            errors[k], job.jpeg = DecodeError(f"jpeg: {fault}"), None
+    todo = [(k, job) for k, job in todo if errors[k] is None]
     decoder = turbo.load()
     if decoder is None:  # simplejpeg, one at a time
         for k, job in todo:
             try:
-                _decode_job(job)
+                _decode_job(job, checked=True)
             except DecodeError as exc:
                 errors[k] = exc
         return errors
@@ -419,8 +423,10 @@ def _job_rect(job: DecodeJob) -> tuple[int, int, int, int]:
     return _scaled_rect(job.plan.source_rect, job.plan.numerator)
 
 
-def _decode_job(job: DecodeJob) -> None:
+def _decode_job(job: DecodeJob, checked: bool = False) -> None:
     """Decode the plan's rect of a JPEG job (or, through simplejpeg, all of it)."""
+    if not checked:
+        _check_structure(job.buf)
     height, width, target, header = job.jpeg
     job.jpeg = None
     decoder = turbo.load()
@@ -439,6 +445,18 @@ def _decode_job(job: DecodeJob) -> None:
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
     job.origin, job.own = rect[:2], True
+
+
+def _check_structure(buf: memoryview) -> None:
+    """Refuse a JPEG whose structure is broken (chute.ops.decoders.jpeg_structure).
+
+    What a region decode would stop short of (a truncated file whose damage lies below
+    the window) and what a GPU decoder would decode silently: checked on every path, the
+    CPU and GPU decoders keep the same files.
+    """
+    fault = structure_errors([buf])[0]
+    if fault is not None:
+        raise DecodeError(f"jpeg: {fault}")
 
 
 def _decode_simplejpeg(

@@ -21,7 +21,7 @@ from chute.gpu.batches import decoded_images
 from chute.gpu.batches import decoders as _decoders
 from chute.ops.decoders import image_codec
 from chute.ops.decoders.image_codec import MAX_IMAGE_PIXELS
-from chute.ops.decoders.image_headers import DecodeError, as_buffer, check_pixels
+from chute.ops.decoders.image_headers import DecodeError, check_pixels
 from chute.ops.decoders.jpeg_structure import structure_errors
 from chute.runtime import philox
 from chute.runtime.context import sample_generator
@@ -54,8 +54,6 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
     tuning = getattr(ctx.state, "tuning", None)  # the decoder's setup(): the build's Tuning
     encoded = list(encoded)
     refused = refuse_before_parse(encoded)
-    for i in refused:  # not even parsed: no code stream, no PIL fallback for it
-        encoded[i] = _EMPTY
     with _decoders.use(ctx.device_id, args["hw_decoder_load"], tuning) as decoder:
         parsed = decoder.parse(encoded)
         refused.update(refuse_sizes(parsed.shapes, parsed.streams.handles, refused))
@@ -95,7 +93,7 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
     return batch
 
 
-_EMPTY = np.zeros(0, np.uint8)
+_CHECK_THREADS = 4  # native threads for a batch's structure check (~0.4 ms for 256 files)
 
 
 def refuse_before_parse(encoded: list) -> dict[int, str]:
@@ -103,20 +101,16 @@ def refuse_before_parse(encoded: list) -> dict[int, str]:
 
     Empty samples, and JPEGs whose structure is broken (truncated, no EOI, bytes where a
     marker belongs: chute.ops.decoders.jpeg_structure), which a GPU decoder would decode
-    into an image with grey or garbage rows.
+    into an image with grey or garbage rows. The check reads every byte (~5 us for a
+    100 KB file): one call that holds no GIL and splits the batch over a few native
+    threads (a Python pool would hand the GIL back and forth per chunk).
     """
-    refused: dict[int, str] = {}
-    jpegs = []
-    for i, data in enumerate(encoded):
-        view = as_buffer(data)
-        if len(view) == 0:
-            refused[i] = "empty input: 0 bytes"
-        elif bytes(view[:3]) == b"\xff\xd8\xff":
-            jpegs.append(i)
-    for i, fault in zip(jpegs, structure_errors([encoded[i] for i in jpegs])):
-        if fault is not None:
-            refused[i] = f"jpeg: {fault}"
-    return refused
+    faults = structure_errors(encoded, True, _CHECK_THREADS)
+    return {
+        i: fault if fault.startswith("empty") else f"jpeg: {fault}"
+        for i, fault in enumerate(faults)
+        if fault is not None
+    }
 
 
 def refuse_sizes(shapes: Any, handles: Any, refused: dict[int, str]) -> dict[int, str]:

@@ -27,11 +27,28 @@ __all__ = ["structure_error", "structure_errors"]
 _TRUNCATED_SCAN = "the data ends inside a scan (truncated file, no EOI marker)"
 
 
-def structure_errors(buffers: Sequence[Any]) -> list[str | None]:
-    """Per JPEG buffer: None where it is well-formed, else the reason."""
+def structure_errors(
+    buffers: Sequence[Any], only_jpeg: bool = False, threads: int = 1
+) -> list[str | None]:
+    """Per JPEG buffer: None where it is well-formed, else the reason.
+
+    With ``only_jpeg`` (a decoder's batch): buffers that do not start as a JPEG pass, and
+    empty ones are refused. One call without the GIL where chute.runtime._native is built,
+    on ``threads`` native threads.
+    """
     if native.jpeg_check_batch is not None:
-        return native.jpeg_check_batch(list(buffers))
-    return [structure_error(b) for b in buffers]
+        items = buffers if isinstance(buffers, list) else list(buffers)
+        return native.jpeg_check_batch(items, only_jpeg, threads)
+    return [_checked(b, only_jpeg) for b in buffers]
+
+
+def _checked(data: Any, only_jpeg: bool) -> str | None:
+    if not only_jpeg:
+        return structure_error(data)
+    head = bytes(memoryview(data).cast("B")[:3])
+    if not head:
+        return "empty input: 0 bytes"
+    return structure_error(data) if head == b"\xff\xd8\xff" else None
 
 
 def structure_error(data: Any) -> str | None:
