@@ -397,3 +397,56 @@ def test_branches_give_different_shapes_and_the_types_must_agree():
 
     with pytest.raises(TypeError, match="'out' is float32 in the if branch and int32"):
         run(mixed, 2)
+
+
+def test_assert_on_a_data_node_names_the_line():
+    @pipeline_def(enable_conditionals=True)
+    def pipe():
+        x = per_sample([1, 2])
+        assert x > 0
+        return x
+
+    with pytest.raises(TypeError, match=r"the assert at line \d+ .*an `assert` cannot depend"):
+        run(pipe, 2)
+
+
+def test_a_branch_value_leaking_out_in_place_is_an_error_where_used():
+    @pipeline_def(enable_conditionals=True)
+    def pipe():
+        x = per_sample([1, 2])
+        kept = []
+        if x > 1:
+            kept.append(x * 2)
+            y = x
+        else:
+            y = x
+        return kept[0] + y
+
+    with pytest.raises(ValueError, match="computed in the if branch of the if at line"):
+        run(pipe, 2)
+
+
+def test_debug_mode_with_conditionals_is_refused():
+    @pipeline_def(enable_conditionals=True, debug=True)
+    def pipe():
+        return per_sample([1])
+
+    with pytest.raises(ValueError, match="debug=True and enable_conditionals=True"):
+        run(pipe, 1)
+
+
+def test_statistics_count_only_the_samples_of_each_branch():
+    @pipeline_def(enable_conditionals=True)
+    def pipe():
+        x = per_sample([1, 5, 7, 2, 9])
+        if x > 4:
+            y = fn.cast(x, dtype=types.FLOAT, name="big")
+        else:
+            y = fn.cast(x * 2, dtype=types.FLOAT, name="small")
+        return y
+
+    p = pipe(batch_size=5, num_threads=1, device_id=None, seed=1, exec_pipelined=False)
+    (y,) = p.run()
+    assert samples(y) == [2.0, 5.0, 7.0, 4.0, 9.0]
+    stats = p.executor_statistics()
+    assert stats["big"]["samples"] == 3 and stats["small"]["samples"] == 2
