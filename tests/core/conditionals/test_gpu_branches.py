@@ -60,7 +60,7 @@ def branchy(folder, device, always=None):
 
 def _close(a, b):
     diff = np.abs(a.astype(np.int32) - b.astype(np.int32))
-    return diff.max() <= 10 and diff.mean() < 1.5  # decoders' IDCT and resampling differ a bit
+    return diff.max() <= 16 and diff.mean() < 2.0  # decoders' IDCT and resampling differ a bit
 
 
 @pytest.mark.parametrize("always", [None, True, False])

@@ -450,3 +450,29 @@ def test_statistics_count_only_the_samples_of_each_branch():
     assert samples(y) == [2.0, 5.0, 7.0, 4.0, 9.0]
     stats = p.executor_statistics()
     assert stats["big"]["samples"] == 3 and stats["small"]["samples"] == 2
+
+
+class _Halve:
+    def __call__(self, v):
+        if v > 10:
+            v = v // 2
+        return v
+
+
+def _scaled(v, by):
+    if v > 0:
+        v = v * by
+    return v
+
+
+def test_callable_objects_and_partials_are_converted():
+    import functools
+
+    @pipeline_def(enable_conditionals=True)
+    def pipe():
+        x = per_sample([4, 30, -3])
+        return _Halve()(x), functools.partial(_scaled, by=3)(x)
+
+    halved, scaled = run(pipe, 3)
+    assert samples(halved) == [4, 15, -3]
+    assert samples(scaled) == [12, 90, -3]

@@ -9,9 +9,9 @@ from typing import Any
 
 from chute.executor import Executor, build_plan
 from chute.graph import trace
-from chute.graph.conditional import Undefined
 from chute.graph.node import DataNode, OpNode
 from chute.graph.trace import Graph
+from chute.graph.undefined import fail_if_undefined
 from chute.pipeline.checks import check_outputs, decode_checkpoint, per_output
 from chute.pipeline.options import DEFAULTS, check_options
 from chute.pipeline.state import PipelineState
@@ -226,8 +226,7 @@ class Pipeline(PipelineState):
     def set_outputs(self, *outputs: DataNode) -> None:
         """Declare the pipeline's outputs (DataNodes of this pipeline)."""
         for i, out in enumerate(outputs):
-            if isinstance(out, Undefined):  # a variable a conditional left undefined
-                out.fail()
+            fail_if_undefined(out)  # a variable that a conditional left undefined
             if not isinstance(out, DataNode):
                 raise TypeError(
                     f"Pipeline.set_outputs: output {i} is a {type(out).__name__}, not a DataNode"

@@ -82,6 +82,18 @@ def convert(func: Any, required: bool = False) -> Any:
     if inspect.ismethod(func):
         inner = convert(func.__func__, required)
         return func if inner is func.__func__ else types.MethodType(inner, func.__self__)
+    if isinstance(func, functools.partial):
+        inner = convert(func.func)
+        return func if inner is func.func else functools.partial(inner, *func.args, **func.keywords)
+    if not isinstance(func, (type, types.FunctionType, types.BuiltinFunctionType)):
+        # a callable object: the __call__ its class defines or inherits
+        call = next(
+            (k.__dict__["__call__"] for k in type(func).__mro__ if "__call__" in k.__dict__), None
+        )
+        if isinstance(call, types.FunctionType) and not getattr(func, _MARK, False):
+            method = types.MethodType(call, func)
+            converted = convert(method)
+            return func if converted is method else converted
     if not isinstance(func, types.FunctionType) or is_converted(func):
         return func
     if not required and (func.__name__ == "<lambda>" or _library_code(func)):
