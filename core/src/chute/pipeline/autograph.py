@@ -162,8 +162,17 @@ def _converted_code(func: types.FunctionType, required: bool) -> types.CodeType 
         type_params=[],
     )
     module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
+    try:
+        code = compile(module, func.__code__.co_filename, "exec")
+    except SyntaxError as exc:  # e.g. `global x` inside a branch that assigns x
+        if required:
+            raise RuntimeError(
+                f"enable_conditionals: {func.__qualname__} cannot be rewritten: {exc.msg} "
+                f"(line {exc.lineno})"
+            ) from None
+        return None
     namespace: dict[str, Any] = {}
-    exec(compile(module, func.__code__.co_filename, "exec"), func.__globals__, namespace)
+    exec(code, func.__globals__, namespace)
     made = namespace["__chute_factory"](autograph_ops, *[None] * len(free))
     return made.__code__
 
