@@ -476,3 +476,23 @@ def test_callable_objects_and_partials_are_converted():
     halved, scaled = run(pipe, 3)
     assert samples(halved) == [4, 15, -3]
     assert samples(scaled) == [12, 90, -3]
+
+
+def test_condition_on_the_shape_of_a_sample():
+    @pipeline_def(enable_conditionals=True)
+    def pipe():
+        image = fn.external_source(
+            source=lambda info: np.ones(([2, 6, 3, 8][info.idx_in_batch], 4), np.float32),
+            batch=False,
+            layout="HW",
+            dtype=np.float32,
+        )
+        if image.shape()[0] > 4:
+            out = fn.crop(image, crop=(4, 4), crop_pos_x=0, crop_pos_y=0)
+        else:
+            out = image * 2
+        return out
+
+    (out,) = run(pipe, 4)
+    assert [out.at(i).shape for i in range(4)] == [(2, 4), (4, 4), (3, 4), (4, 4)]
+    assert [float(np.asarray(out.at(i)).max()) for i in range(4)] == [2.0, 1.0, 2.0, 1.0]
