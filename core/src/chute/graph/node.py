@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from chute.graph.undefined import fail_if_undefined
+
 
 class TracedOperator(Protocol):
     """What the graph keeps of an operator: its schema and traits (the classes live in
@@ -57,6 +59,9 @@ class OpNode:
     arg_inputs: dict[str, DataNode]
     name: str
     outputs: list[DataNode] = field(default_factory=list)
+    # The branch of a per-sample conditional the node runs in (chute.graph.scope.Scope);
+    # None: every sample of the batch.
+    scope: Any = None
 
     @property
     def schema(self):
@@ -113,7 +118,9 @@ class DataNode:
     def __bool__(self) -> bool:
         raise TypeError(
             "a DataNode has no truth value at trace time: it holds a different value per sample. "
-            "Use arithmetic (mask * a + (1 - mask) * b) or an operator's mask argument instead."
+            "Pass enable_conditionals=True to @pipeline_def to use it in `if` (per-sample "
+            "branches), or use arithmetic (mask * a + (1 - mask) * b) or an operator's mask "
+            "argument instead."
         )
 
     def __getitem__(self, index: Any) -> DataNode:
@@ -121,6 +128,7 @@ class DataNode:
 
     # Arithmetic: each operator adds one node (the arithmetic operator bound above).
     def _binary(self, op: str, other: Any, reverse: bool = False) -> DataNode:
+        fail_if_undefined(other)  # a variable that a conditional left undefined
         arithmetic = _node_operator("arithmetic")
         return arithmetic(op, other, self) if reverse else arithmetic(op, self, other)
 
