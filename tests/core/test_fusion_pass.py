@@ -58,7 +58,18 @@ def _hints(plan):
 
 def test_an_op_node_takes_no_undeclared_attribute():
     fields = {f.name for f in dataclasses.fields(OpNode)}
-    assert fields == {"id", "op", "device", "inputs", "args", "arg_inputs", "name", "outputs"}
+    # scope: the conditional branch the node was traced in (a trace fact, like device)
+    assert fields == {
+        "id",
+        "op",
+        "device",
+        "inputs",
+        "args",
+        "arg_inputs",
+        "name",
+        "outputs",
+        "scope",
+    }
     node = OpNode(0, None, "cpu", [], {}, {}, "x")
     assert not hasattr(node, "__dict__")
     with pytest.raises(AttributeError):

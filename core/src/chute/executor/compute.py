@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chute.executor.batched import supports_batched
+from chute.executor.branches import BranchRuns, SubBatch, batch_index, defer_failures
 from chute.executor.lanes import current_lane
 from chute.executor.plan import Step
 from chute.executor.run_node import BatchWhere, run_node, run_sample, with_layout
@@ -36,15 +37,46 @@ class BatchCompute:
         dense: dict[int, np.ndarray] = {}  # node id -> its output as one batch array
         with self._lanes_lock:
             self.samples_seen += sum(1 for m in batch.meta if m.get("real", True))
+        branches = BranchRuns(batch)  # the samples of each conditional branch
         for step in self.plan.steps:
-            if step.kind == "segment":
-                self._run_segment(step, values, batch, dense)
+            where = branches.batch_of(step.scope, values)
+            if step.scope is not None and not where.size:
+                for node in step.nodes:  # a branch no sample takes: nothing runs
+                    for i in range(len(node.outputs)):
+                        values[(node.id, i)] = []
+            elif step.kind == "segment":
+                self._run_segment(step, values, where, dense if step.scope is None else None)
+            elif step.kind in ("split", "merge"):
+                self._run_crossing(step.nodes[0], values, branches)
             else:
-                self._run_batch_step(step.nodes[0], values, batch, step.kind)
+                self._run_batch_step(step.nodes[0], values, where, step.kind)
+        if batch.branch_failures:  # samples that failed inside a branch (on_error skip/warn)
+            replace_bad_samples(self, batch, values, batch.branch_failures)
         self._skip_unread_source_failures(values, batch)
         outputs = [self._output(o, values, batch, dense) for o in self.plan.outputs]
         batch.values = {}  # the encoded inputs are not needed any more
         return outputs
+
+    def _run_crossing(self, node: OpNode, values: dict, branches: BranchRuns) -> None:
+        """A split or merge node (see chute.executor.branches)."""
+        start = perf_counter_ns()
+        if node.op.kind == "split":
+            stream = self.gpu.lane_stream(current_lane()) if self.gpu else None
+            result = branches.split(node, values, self.gpu, stream)
+        else:
+            layout = getattr(self.plan.specs.get((node.id, 0)), "layout", None)
+            result = branches.merge(node, values, layout)
+        values[(node.id, 0)] = result
+        with self._lanes_lock:
+            self.stats.add_call(node, perf_counter_ns() - start, len(result), [result])
+
+    def _on_failures(self, key: int, batch: Any, values: dict, bad: dict, nodes: list) -> None:
+        """Failed samples under on_error skip/warn: replaced in the batch, or, inside a
+        branch, when the whole batch is done (see branches.defer_failures)."""
+        if isinstance(batch, SubBatch):
+            defer_failures(self, batch, values, bad, nodes, self._fillers.get(key))
+        else:
+            replace_bad_samples(self, batch, values, bad, self._fillers.get(key))
 
     def _skip_unread_source_failures(self, values: dict, batch: SourceBatch) -> None:
         """Samples a source could not produce that no step read (its outputs go straight to
@@ -67,9 +99,7 @@ class BatchCompute:
             return TensorListCPU(value if array is None else array, layout, meta=batch.meta)
         return value
 
-    def _run_segment(
-        self, step: Step, values: dict, batch: SourceBatch, dense: dict | None = None
-    ) -> None:
+    def _run_segment(self, step: Step, values: dict, batch: Any, dense: dict | None = None) -> None:
         n = batch.size
         nodes = step.nodes
         for node in nodes:
@@ -148,9 +178,11 @@ class BatchCompute:
             if isinstance(exc, OperatorError):
                 raise exc
             info = batch.meta[i].get("source_info") if i < len(batch.meta) else None
-            raise OperatorError(current[i], i, batch.iteration, exc, info) from exc
+            raise OperatorError(
+                current[i], batch_index(batch, i), batch.iteration, exc, info
+            ) from exc
         if bad:
-            replace_bad_samples(self, batch, values, bad, self._fillers.get(id(step)))
+            self._on_failures(id(step), batch, values, bad, step.nodes)
         for node_id, node_slots in slots.items():
             array = node_slots.dense(values[(node_id, 0)])
             if array is not None and dense is not None:
@@ -158,23 +190,29 @@ class BatchCompute:
         with self._lanes_lock:
             for node in step.nodes:
                 self.stats.end_batch(node, [values[(node.id, k)] for k in range(len(node.outputs))])
-        self._remember_filler(id(step), values, batch, slots)
+        self._remember_filler(id(step), values, batch, slots, step.nodes)
 
-    def _remember_filler(self, key: int, values: dict, batch: SourceBatch, slots=()) -> None:
-        """Keep the batch's first sample: it pads a later batch whose samples all fail."""
+    def _remember_filler(
+        self, key: int, values: dict, batch: Any, slots=(), nodes: list | None = None
+    ) -> None:
+        """Keep the batch's first sample: it pads a later batch whose samples all fail
+        (inside a branch, only the step's own outputs: see branches.defer_failures)."""
         n = batch.size
         if n:
+            keys = None
+            if isinstance(batch, SubBatch) and nodes is not None:
+                keys = {(node.id, i) for node in nodes for i in range(len(node.outputs))}
             # copies of samples in a batch array: a view would keep the whole batch alive
             self._fillers[key] = (
                 {
                     k: v[0].copy() if k[0] in slots else v[0]
                     for k, v in values.items()
-                    if isinstance(v, list) and len(v) == n
+                    if isinstance(v, list) and len(v) == n and (keys is None or k in keys)
                 },
                 batch.meta[0],
             )
 
-    def _run_batch_step(self, node: OpNode, values: dict, batch: SourceBatch, kind: str) -> None:
+    def _run_batch_step(self, node: OpNode, values: dict, batch: Any, kind: str) -> None:
         inputs = [values[(d.producer.id, d.index)] for d in node.inputs]
         arg_inputs = {k: values[(d.producer.id, d.index)] for k, d in node.arg_inputs.items()}
         where = self._where(batch)
@@ -196,11 +234,11 @@ class BatchCompute:
                 i: reason if isinstance(reason, tuple) else (node.label, reason)
                 for i, reason in failed.items()
             }
-            replace_bad_samples(self, batch, values, bad, self._fillers.get(id(node)))
+            self._on_failures(id(node), batch, values, bad, [node])
         if node.device == "cpu":
-            self._remember_filler(id(node), values, batch)
+            self._remember_filler(id(node), values, batch, (), [node])
 
-    def _where(self, batch: SourceBatch) -> BatchWhere:
+    def _where(self, batch: Any) -> BatchWhere:
         """The batch's place in the stream and the executor's pool, GPU and error policy."""
         return BatchWhere(
             self.seed,

@@ -44,6 +44,9 @@ class SourceBatch:
     states: dict[int, Any] = field(default_factory=dict)
     # Samples skipped while computing this batch; reported when the user receives it.
     errors: list[dict] = field(default_factory=list)
+    # Samples that failed inside a conditional's branch (on_error skip/warn), by their
+    # index in the batch: replaced once the batch is computed (executor/branches.py).
+    branch_failures: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass

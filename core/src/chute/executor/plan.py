@@ -11,6 +11,7 @@ along: the executor hands each node its own in setup/open.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from chute.graph.node import DataNode, OpNode
 from chute.graph.passes import FusionPlan, plan_fusion
@@ -21,8 +22,10 @@ from chute.graph.spec import Spec
 class Step:
     """A unit of execution: a CPU segment of per-sample nodes, or one batch-level node."""
 
-    kind: str  # "segment" | "batch" | "gpu"
+    kind: str  # "segment" | "batch" | "gpu" | "split" | "merge"
     nodes: list[OpNode]
+    # The branch its nodes run in (chute.graph.scope.Scope); None: the whole batch.
+    scope: Any = None
 
 
 @dataclass
@@ -43,7 +46,13 @@ class Plan:
 
 
 def _dependencies(node: OpNode) -> list[DataNode]:
-    return [*node.inputs, *node.arg_inputs.values()]
+    """What a node reads: its inputs, argument inputs and the predicates of its branch."""
+    deps = [*node.inputs, *node.arg_inputs.values()]
+    scope = node.scope
+    while scope is not None:
+        deps.append(scope.predicate)
+        scope = scope.parent
+    return deps
 
 
 def reachable(outputs: list[DataNode]) -> list[OpNode]:
@@ -90,6 +99,8 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
     first: list[OpNode] = []
     in_first = {n.id for n in sources}
     for node in rest:
+        if node.scope is not None:
+            continue  # a branch's nodes run after its predicate, on its samples
         if _is_cpu_sample(node) and all(d.producer.id in in_first for d in _dependencies(node)):
             first.append(node)
             in_first.add(node.id)
@@ -97,13 +108,16 @@ def build_plan(outputs: list[DataNode], preserved: list[OpNode] | None = None) -
     for node in rest:
         if node.id in in_first:
             continue
-        if _is_cpu_sample(node):
-            if steps and steps[-1].kind == "segment":
+        if node.op.kind in ("split", "merge"):
+            steps.append(Step(node.op.kind, [node], node.scope))
+        elif _is_cpu_sample(node):
+            if steps and steps[-1].kind == "segment" and steps[-1].scope is node.scope:
                 steps[-1].nodes.append(node)
             else:
-                steps.append(Step("segment", [node]))
+                steps.append(Step("segment", [node], node.scope))
         else:
-            steps.append(Step("gpu" if node.device in ("gpu", "mixed") else "batch", [node]))
+            kind = "gpu" if node.device in ("gpu", "mixed") else "batch"
+            steps.append(Step(kind, [node], node.scope))
     return Plan(sources, steps, list(outputs), specs, nodes, hints)
 
 

@@ -57,6 +57,9 @@ class OpNode:
     arg_inputs: dict[str, DataNode]
     name: str
     outputs: list[DataNode] = field(default_factory=list)
+    # The branch of a per-sample conditional the node runs in (chute.graph.scope.Scope);
+    # None: every sample of the batch.
+    scope: Any = None
 
     @property
     def schema(self):
@@ -113,7 +116,9 @@ class DataNode:
     def __bool__(self) -> bool:
         raise TypeError(
             "a DataNode has no truth value at trace time: it holds a different value per sample. "
-            "Use arithmetic (mask * a + (1 - mask) * b) or an operator's mask argument instead."
+            "Pass enable_conditionals=True to @pipeline_def to use it in `if` (per-sample "
+            "branches), or use arithmetic (mask * a + (1 - mask) * b) or an operator's mask "
+            "argument instead."
         )
 
     def __getitem__(self, index: Any) -> DataNode:

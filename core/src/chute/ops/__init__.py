@@ -16,7 +16,16 @@ from __future__ import annotations
 import sys
 
 # The modules that define operators: importing them registers their classes.
-from chute.ops import arithmetic, external_source, io, python, random, tensor_ops, transfer  # noqa: F401
+from chute.ops import (  # noqa: F401
+    arithmetic,
+    conditional,
+    external_source,
+    io,
+    python,
+    random,
+    tensor_ops,
+    transfer,
+)
 from chute.ops.audio import audio_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401

@@ -10,6 +10,7 @@ is left as it is (``pipe.graph()`` still shows what was asked for).
 from __future__ import annotations
 
 from chute.graph.node import DataNode, OpNode
+from chute.graph.scope import Scope
 
 __all__ = ["cpu_graph"]
 
@@ -30,6 +31,18 @@ def cpu_graph(
     def new(x: DataNode) -> DataNode:
         return mapped.get(id(x), x)
 
+    scopes: dict[int, Scope] = {}
+
+    def new_scope(scope: Scope | None) -> Scope | None:
+        """The branch with its predicate in the copied graph (a dropped .cpu() moves it)."""
+        if scope is None:
+            return None
+        if id(scope) not in scopes:
+            scopes[id(scope)] = Scope(
+                new_scope(scope.parent), new(scope.predicate), scope.branch, scope.where
+            )
+        return scopes[id(scope)]
+
     for node in nodes:
         devices = node.schema.devices
         if node.schema.name == "transfer":
@@ -41,9 +54,11 @@ def cpu_graph(
         arg_inputs = {k: new(v) for k, v in node.arg_inputs.items()}
         device = node.device
         if device != "cpu" and "cpu" in devices:
-            moved.append(f"{node.schema.display_name} ({device})")
+            if node.op.kind not in ("split", "merge"):  # follow their data: not the user's
+                moved.append(f"{node.schema.display_name} ({device})")
             device = "cpu"
         copy = OpNode(node.id, node.op, device, inputs, node.args, arg_inputs, node.name)
+        copy.scope = new_scope(node.scope)
         copy.outputs = [
             DataNode(copy, i, "cpu" if device == "cpu" else out.device)
             for i, out in enumerate(node.outputs)

@@ -38,11 +38,14 @@ def sample_position(
 ) -> tuple[int, int, int]:
     """(epoch, iteration, sample) that key a sample's stream: by its reader key when it
     has one (dataset index, epoch: the same draw wherever the sample lands), else by
-    its position in the batch. The one rule; executor/philox.py draws by it too."""
+    its position in the batch (in the whole batch, ``batch_index``, for the samples of
+    a conditional's branch). The one rule; runtime/philox.py draws by it too."""
     key = meta.get("sample_key") if meta else None
     if key is not None:
         index, sample_epoch = key
         return (1 << 63) | sample_epoch, 0, index
+    if meta:  # a sample of a conditional's branch: its place in the whole batch
+        idx_in_batch = meta.get("batch_index", idx_in_batch)
     return epoch, iteration, idx_in_batch
 
 
