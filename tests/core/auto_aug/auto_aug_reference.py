@@ -20,7 +20,9 @@ LUMA = np.array([0.299, 0.587, 0.114])
 def run_aug(aug, images, magnitude_bin=None, num_magnitude_bins=None, device="cpu", **kwargs):
     """The augmentation applied to a batch of HWC uint8 images, as NumPy arrays."""
 
-    @pipeline_def(batch_size=len(images), num_threads=2, device_id=0 if device == "gpu" else None, seed=3)
+    @pipeline_def(
+        batch_size=len(images), num_threads=2, device_id=0 if device == "gpu" else None, seed=3
+    )
     def pipe():
         x = fn.external_source(source=lambda: list(images), layout="HWC")
         if device == "gpu":
@@ -137,3 +139,54 @@ def auto_contrast(image):
     span = hi - lo
     scale = np.where(span > 0, 255 / np.where(span > 0, span, 1), 1.0)
     return (x - np.where(span > 0, lo, 0)) * scale
+
+
+def _round_half_up(x):
+    return np.floor(np.clip(x, 0, 255) + 0.5).astype(np.uint8)
+
+
+def _rint(x):
+    return np.rint(np.clip(x, 0, 255)).astype(np.uint8)
+
+
+def _correlate(image, kernel):
+    x = image.astype(np.float64)
+    out = [ndimage.correlate(x[..., c], kernel, mode="mirror") for c in range(x.shape[-1])]
+    return np.stack(out, -1)
+
+
+# augmentation function name -> reference(image, parameter, fill) as chute rounds it
+APPLY = {
+    "shear_x": lambda im, p, fill: forward_warp_nn(im, shear_matrix(*p), fill),
+    "shear_y": lambda im, p, fill: forward_warp_nn(im, shear_matrix(*p), fill),
+    "translate_x_no_shape": lambda im, p, fill: forward_warp_nn(im, translation_matrix(*p), fill),
+    "translate_y_no_shape": lambda im, p, fill: forward_warp_nn(im, translation_matrix(*p), fill),
+    "rotate": lambda im, p, fill: forward_warp_nn(im, rotation_matrix(p, *im.shape[:2]), fill),
+    "brightness": lambda im, p, fill: _round_half_up(brightness(im, p)),
+    "contrast": lambda im, p, fill: _rint(contrast(im, p)),
+    "color": lambda im, p, fill: _round_half_up(color(im, p)),
+    "sharpness": lambda im, p, fill: _round_half_up(_correlate(im, p)),
+    "posterize": lambda im, p, fill: im & np.uint8(p),
+    "solarize": lambda im, p, fill: solarize(im, p),
+    "solarize_add": lambda im, p, fill: solarize_add(im, int(p)),
+    "invert": lambda im, p, fill: 255 - im,
+    "equalize": lambda im, p, fill: equalize(im),
+    "auto_contrast": lambda im, p, fill: _rint(auto_contrast(im)),
+    "identity": lambda im, p, fill: im,
+}
+
+
+def param_of(aug, magnitude_bin, sign, num_magnitude_bins):
+    """The parameter of ``aug`` at a bin and sign (the mapping test_magnitudes checks)."""
+    if aug.mag_range is None:
+        return None
+    magnitude = aug._get_magnitudes(num_magnitude_bins)[magnitude_bin]
+    if aug.randomly_negate and sign:
+        magnitude = -magnitude
+    return np.asarray(aug.mag_to_param(magnitude))
+
+
+def apply_reference(image, aug, magnitude_bin, sign, num_magnitude_bins, fill=128):
+    """``aug`` applied to one image by its NumPy reference."""
+    param = param_of(aug, magnitude_bin, sign, num_magnitude_bins)
+    return APPLY[aug.op.__name__](image, param, fill)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import auto_aug_reference as ref
 import numpy as np
 import pytest
 from auto_aug_reference import (
@@ -15,7 +16,6 @@ from auto_aug_reference import (
     translation_matrix,
 )
 
-import auto_aug_reference as ref
 from chute import types
 from chute.auto_aug import augmentations as a
 from chute.auto_aug.core import signed_bin
@@ -37,9 +37,7 @@ def both_signs(magnitude_bin):
 @pytest.mark.parametrize("fill", [128, 0])
 def test_shear_moves_pixels_by_the_factor_times_the_other_coordinate(aug, axis, fill):
     # mag_range (0, 0.3), 11 bins: bin 10 is 0.3; sample 1 is sheared by -0.3
-    outs = run_aug(
-        aug, [IMAGE, IMAGE], both_signs(10), 11, fill_value=fill, interp_type=NN
-    )
+    outs = run_aug(aug, [IMAGE, IMAGE], both_signs(10), 11, fill_value=fill, interp_type=NN)
     for out, s in zip(outs, [0.3, -0.3]):
         factors = (s, 0) if axis == 0 else (0, s)
         np.testing.assert_array_equal(out, forward_warp_nn(IMAGE, shear_matrix(*factors), fill))
@@ -47,7 +45,12 @@ def test_shear_moves_pixels_by_the_factor_times_the_other_coordinate(aug, axis, 
 
 def test_shear_without_a_fill_value_repeats_the_border():
     (out,) = run_aug(
-        a.shear_x, [IMAGE], lambda: signed_bin(10, per_sample(0)), 11, fill_value=None, interp_type=NN
+        a.shear_x,
+        [IMAGE],
+        lambda: signed_bin(10, per_sample(0)),
+        11,
+        fill_value=None,
+        interp_type=NN,
     )
     np.testing.assert_array_equal(out, forward_warp_nn(IMAGE, shear_matrix(0.3, 0), None))
 
@@ -69,7 +72,10 @@ def test_translate_by_pixels_without_a_shape():
     outs = run_aug(shift, [IMAGE, IMAGE], both_signs(3), 5, fill_value=7)
     for out, dy in zip(outs, [3, -3]):
         np.testing.assert_array_equal(out, forward_warp_nn(IMAGE, translation_matrix(0, dy), 7))
-    assert a.translate_x_no_shape.name == "translate_x" and a.translate_y_no_shape.name == "translate_y"
+    assert (
+        a.translate_x_no_shape.name == "translate_x"
+        and a.translate_y_no_shape.name == "translate_y"
+    )
 
 
 def test_translate_needs_the_shape_argument():
@@ -183,7 +189,9 @@ AUGS = [
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("aug", "magnitude_bin", "kwargs"), AUGS, ids=lambda v: getattr(v, "name", ""))
+@pytest.mark.parametrize(
+    ("aug", "magnitude_bin", "kwargs"), AUGS, ids=lambda v: getattr(v, "name", "")
+)
 def test_gpu_equals_cpu(aug, magnitude_bin, kwargs):
     images = [IMAGE, SOFT]
     num_bins = None if magnitude_bin is None else 11

@@ -127,7 +127,9 @@ def test_auto_augment_image_net_magnitudes_are_level_over_10_of_each_range():
         ("translate_y", 9): [0, 225],  # 250 * 9/10
     }
     for (name, level), value in expect.items():
-        np.testing.assert_allclose(params(augs[name], [level], num_magnitude_bins=11)[0], value, rtol=1e-6)
+        np.testing.assert_allclose(
+            params(augs[name], [level], num_magnitude_bins=11)[0], value, rtol=1e-6
+        )
     assert params(augs["solarize_add"], [3], num_magnitude_bins=11)[0] == 33  # int(110 * 3/10)
     # posterize: int(4 * level/10) bits in tensorflow/tpu; bins 6 and 2 -> 2 and 1 bits
     masks = params(augs["posterize"], [6, 2], num_magnitude_bins=11)

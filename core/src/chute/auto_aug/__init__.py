@@ -17,6 +17,7 @@ gives the same augmentations.
 
 from __future__ import annotations
 
-from chute.auto_aug import augmentations, core
+from chute.auto_aug import augmentations, core  # isort: skip  (the policies import them)
+from chute.auto_aug import auto_augment, rand_augment, trivial_augment
 
-__all__ = ["augmentations", "core"]
+__all__ = ["augmentations", "auto_augment", "core", "rand_augment", "trivial_augment"]

@@ -37,7 +37,9 @@ def max_translations(
                 "The argument `max_translate_abs` cannot be used with image shapes; use "
                 "`max_translate_rel` instead."
             )
-        return _height_width(default_translate_rel if max_translate_rel is None else max_translate_rel)
+        return _height_width(
+            default_translate_rel if max_translate_rel is None else max_translate_rel
+        )
     if max_translate_rel is not None:
         raise ValueError(
             "The argument `max_translate_rel` cannot be used without image shapes; use "
@@ -55,9 +57,17 @@ def get_translations(
 ) -> list[Augmentation]:
     """``[translate_x, translate_y]`` with magnitude ranges up to the policy's limits."""
     height, width = max_translations(
-        use_shape, max_translate_abs, max_translate_rel, default_translate_abs, default_translate_rel
+        use_shape,
+        max_translate_abs,
+        max_translate_rel,
+        default_translate_abs,
+        default_translate_rel,
     )
-    x, y = (a.translate_x, a.translate_y) if use_shape else (a.translate_x_no_shape, a.translate_y_no_shape)
+    x, y = (
+        (a.translate_x, a.translate_y)
+        if use_shape
+        else (a.translate_x_no_shape, a.translate_y_no_shape)
+    )
     return [x.augmentation((0, width), True), y.augmentation((0, height), True)]
 
 

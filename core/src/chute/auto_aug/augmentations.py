@@ -91,7 +91,11 @@ def translate_y_no_shape(data, offset, fill_value=128, interp_type=None):
 def rotate(data, angle, fill_value=128, interp_type=None, rotate_keep_size=True):
     """Rotate counter-clockwise by ``angle`` degrees about the centre (same size by default)."""
     return fn.rotate(
-        data, angle=angle, fill_value=fill_value, interp_type=interp_type, keep_size=rotate_keep_size
+        data,
+        angle=angle,
+        fill_value=fill_value,
+        interp_type=interp_type,
+        keep_size=rotate_keep_size,
     )
 
 

@@ -23,8 +23,8 @@ from chute.auto_aug._utils import get_translations, pretty_select
 from chute.auto_aug.core import Policy, _Augmentation, signed_bin
 from chute.auto_aug.core._args import forbid_unused_kwargs
 from chute.auto_aug.core.choices import record
-from chute.graph import DataNode
 from chute.conditionals import if_else
+from chute.graph import DataNode
 
 __all__ = [
     "apply_auto_augment",
@@ -111,7 +111,14 @@ def auto_augment_image_net(
 ) -> DataNode:
     """:func:`auto_augment` with the ``image_net`` policy."""
     return auto_augment(
-        data, "image_net", shape, fill_value, interp_type, max_translate_abs, max_translate_rel, seed
+        data,
+        "image_net",
+        shape,
+        fill_value,
+        interp_type,
+        max_translate_abs,
+        max_translate_rel,
+        seed,
     )
 
 

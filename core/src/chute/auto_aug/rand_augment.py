@@ -146,7 +146,9 @@ def apply_rand_augment(
         data = pretty_select(
             augmentations,
             op_idx if n == 1 else op_idx[level],
-            dict(data=data, magnitude_bin=level_bin, num_magnitude_bins=num_magnitude_bins, **kwargs),
+            dict(
+                data=data, magnitude_bin=level_bin, num_magnitude_bins=num_magnitude_bins, **kwargs
+            ),
             auto_aug_name="apply_rand_augment",
             ref_suite_name="get_rand_augment_suite",
         )

@@ -102,7 +102,9 @@ def apply_trivial_augment(
     return pretty_select(
         augmentations,
         op_idx,
-        dict(data=data, magnitude_bin=magnitude_bin, num_magnitude_bins=num_magnitude_bins, **kwargs),
+        dict(
+            data=data, magnitude_bin=magnitude_bin, num_magnitude_bins=num_magnitude_bins, **kwargs
+        ),
         auto_aug_name="apply_trivial_augment",
         ref_suite_name="get_trivial_augment_wide_suite",
     )

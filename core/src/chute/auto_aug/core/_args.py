@@ -28,7 +28,9 @@ class UnusedArgException(Exception):
         self.unused_args = unused_args
 
 
-def _extra_parameters(function: Callable[..., Any], skip_positional: int) -> list[inspect.Parameter]:
+def _extra_parameters(
+    function: Callable[..., Any], skip_positional: int
+) -> list[inspect.Parameter]:
     """The parameters after the first ``skip_positional`` positional ones (data, parameter)."""
     params = list(inspect.signature(function).parameters.values())
     skipped = 0
@@ -66,7 +68,9 @@ def missing_kwargs(
     ]
 
 
-def forbid_unused_kwargs(augmentations: Iterable[Any], kwargs: Mapping[str, Any], caller: str) -> None:
+def forbid_unused_kwargs(
+    augmentations: Iterable[Any], kwargs: Mapping[str, Any], caller: str
+) -> None:
     """Raise :class:`UnusedArgException` for the ``kwargs`` no augmentation takes."""
     used: set[str] = set()
     for aug in augmentations:

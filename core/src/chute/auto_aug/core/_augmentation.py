@@ -25,6 +25,7 @@ from chute.auto_aug.core._args import (
 )
 from chute.graph import DataNode
 
+
 class _Unset:
     """Default of :meth:`Augmentation.augmentation`'s arguments: keep the current value."""
 
@@ -58,7 +59,9 @@ class _SignedMagnitudeBin:
         if random_sign is not None and (seed is not None or shape is not None):
             raise ValueError("The `random_sign` cannot be given together with `seed` or `shape`.")
         if random_sign is None:
-            random_sign = fn.random.uniform(values=[0, 1], dtype=types.INT32, seed=seed, shape=shape)
+            random_sign = fn.random.uniform(
+                values=[0, 1], dtype=types.INT32, seed=seed, shape=shape
+            )
         return cls(magnitude_bin, random_sign, 2 * magnitude_bin + random_sign)
 
     def __getitem__(self, idx: int) -> _SignedMagnitudeBin:
@@ -336,7 +339,9 @@ class Augmentation:
                 index = magnitude_bin.signed_magnitude_idx
             signed = _SignedMagnitudeBin._remap_to_signed_magnitudes(magnitudes)
             return _table(self._map_mags_to_params(signed), index, device)
-        plain = magnitude_bin.bin if isinstance(magnitude_bin, _SignedMagnitudeBin) else magnitude_bin
+        plain = (
+            magnitude_bin.bin if isinstance(magnitude_bin, _SignedMagnitudeBin) else magnitude_bin
+        )
         if isinstance(plain, int):
             return _constant(_as_param_array(self, magnitudes[plain]), device)
         return _table(self._map_mags_to_params(magnitudes), plain, device)

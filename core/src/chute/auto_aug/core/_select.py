@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chute.graph import DataNode
 from chute.conditionals import switch
+from chute.graph import DataNode
 
 
 def select(
-    ops: Sequence[Callable[..., DataNode]], selected_op_idx: DataNode, *op_args: Any, **op_kwargs: Any
+    ops: Sequence[Callable[..., DataNode]],
+    selected_op_idx: DataNode,
+    *op_args: Any,
+    **op_kwargs: Any,
 ) -> DataNode:
     """Apply ``ops[selected_op_idx]`` to each sample, as if by ``ops[i](*op_args, **op_kwargs)``.
 

@@ -80,7 +80,11 @@ class Policy:
                 "the augmentation takes no magnitude (no `mag_range`); give None instead.",
                 stacklevel=3,
             )
-        if isinstance(mag, bool) or not isinstance(mag, int) or not 0 <= mag < self.num_magnitude_bins:
+        if (
+            isinstance(mag, bool)
+            or not isinstance(mag, int)
+            or not 0 <= mag < self.num_magnitude_bins
+        ):
             raise ValueError(
                 f"The magnitude bin of a step must be an int in [0, {self.num_magnitude_bins - 1}], "
                 f"got {mag!r} for `{aug.name}`."
