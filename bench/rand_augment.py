@@ -187,7 +187,11 @@ def main() -> None:
         else:
             print(f"  {name:10s} {'-':>10s}         {r.get('skipped') or r.get('error')}")
     if args.json:
-        record = {"benchmark": "rand_augment n=2 m=9", "args": vars(args), "machine": machine_info()}
+        record = {
+            "benchmark": "rand_augment n=2 m=9",
+            "args": vars(args),
+            "machine": machine_info(),
+        }
         with open(args.json, "w") as f:
             json.dump({**record, "results": results}, f, indent=1)
 

@@ -72,7 +72,7 @@ print("custom policy:", policy.name, "with", sorted(policy.augmentations))
 
 @pipeline_def(enable_conditionals=True)
 def custom_pipe(data_dir, image_size):
-    jpegs, labels = fn.readers.file(file_root=data_dir, name="Reader")
+    jpegs, _ = fn.readers.file(file_root=data_dir, name="Reader")
     images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
     images = fn.resize(images, size=[image_size, image_size])
     augmented = auto_augment.apply_auto_augment(policy, images, seed=7)
