@@ -5,27 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conditional_inputs import per_sample as _per_sample
+from conditional_inputs import run as _run
+from conditional_inputs import samples as _samples
 
 from chute import conditionals, fn, pipeline_def, types
-
-
-def _per_sample(values, dtype=np.int32, declared=True):
-    """An external_source whose sample i is values[i] (a scalar); ``declared``: its dtype
-    is known at build time."""
-    return fn.external_source(
-        source=lambda info: np.array(values[info.idx_in_batch], dtype),
-        batch=False,
-        dtype=dtype if declared else None,
-    )
-
-
-def _samples(batch):
-    return [np.asarray(batch.at(i)).tolist() for i in range(len(batch))]
-
-
-def _run(pipe_fn, batch_size, **kwargs):
-    pipe = pipe_fn(batch_size=batch_size, num_threads=2, device_id=None, seed=7, **kwargs)
-    return pipe.run()
 
 
 def test_if_else_takes_each_samples_branch_in_batch_order():

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from chute.graph.undefined import fail_if_undefined
+
 
 class TracedOperator(Protocol):
     """What the graph keeps of an operator: its schema and traits (the classes live in
@@ -126,6 +128,7 @@ class DataNode:
 
     # Arithmetic: each operator adds one node (the arithmetic operator bound above).
     def _binary(self, op: str, other: Any, reverse: bool = False) -> DataNode:
+        fail_if_undefined(other)  # a variable that a conditional left undefined
         arithmetic = _node_operator("arithmetic")
         return arithmetic(op, other, self) if reverse else arithmetic(op, self, other)
 

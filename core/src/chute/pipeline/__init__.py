@@ -11,12 +11,13 @@ from chute.executor import Executor, build_plan
 from chute.graph import trace
 from chute.graph.node import DataNode, OpNode
 from chute.graph.trace import Graph
+from chute.graph.undefined import fail_if_undefined
 from chute.pipeline.checks import check_outputs, decode_checkpoint, per_output
 from chute.pipeline.options import DEFAULTS, check_options
 from chute.pipeline.state import PipelineState
 from chute.types import bind_constant_node
 
-__all__ = ["Pipeline", "pipeline_def"]
+__all__ = ["Pipeline", "do_not_convert", "pipeline_def"]
 
 # Constructor arguments that @pipeline_def functions accept at call time.
 PIPELINE_ARGS = tuple(DEFAULTS)
@@ -225,6 +226,7 @@ class Pipeline(PipelineState):
     def set_outputs(self, *outputs: DataNode) -> None:
         """Declare the pipeline's outputs (DataNodes of this pipeline)."""
         for i, out in enumerate(outputs):
+            fail_if_undefined(out)  # a variable that a conditional left undefined
             if not isinstance(out, DataNode):
                 raise TypeError(
                     f"Pipeline.set_outputs: output {i} is a {type(out).__name__}, not a DataNode"
@@ -515,4 +517,5 @@ def _constant_node(array: Any, layout: str | None, device: str | None) -> DataNo
 
 bind_constant_node(_constant_node)
 
+from chute.pipeline.autograph import do_not_convert  # noqa: E402
 from chute.pipeline.decorator import pipeline_def  # noqa: E402  (it creates Pipelines)

@@ -34,6 +34,7 @@ from chute.graph.passes.hints import NO_HINTS, FusionPlan, Hint, NodeHints
 from chute.graph.schema import COMMON_ARGS, REQUIRED, Schema
 from chute.graph.spec import Spec
 from chute.graph.trace import current_pipeline
+from chute.graph.undefined import fail_if_undefined
 from chute.types import ScalarConstant
 
 __all__ = ["ArgView", "Operator", "Spec"]
@@ -102,6 +103,7 @@ class Operator:
         args: dict[str, Any] = {}
         arg_inputs: dict[str, DataNode] = {}
         for key, value in given.items():
+            fail_if_undefined(value)
             if key in COMMON_ARGS and key not in schema.arg_index:
                 if key == "seed" and value is not None:
                     args[key] = int(value)
@@ -133,6 +135,7 @@ class Operator:
     def convert_input(self, index: int, x: Any) -> DataNode:
         if isinstance(x, DataNode):
             return x
+        fail_if_undefined(x)  # a variable that a conditional left undefined
         raise TypeError(
             f"{self.schema.display_name}: input {index} must be a DataNode (an operator's "
             f"output), got {type(x).__name__}"
