@@ -1,6 +1,9 @@
 """DALI's automatic augmentations guide (nvidia.dali.auto_aug), ported: AutoAugment,
 RandAugment and TrivialAugment in a training pipeline, then a custom AutoAugment policy
-made of an @augmentation of one's own and the library's augmentations."""
+made of an @augmentation of one's own and the library's augmentations.
+
+As in DALI's guide the images are decoded with device="mixed" and augmented on the GPU;
+without a GPU chute runs the pipeline on the CPU (its device fallback)."""
 
 import sys
 import tempfile
@@ -22,7 +25,7 @@ batch_size = 8
 def training_pipe(data_dir, image_size, policy):
     jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name="Reader")
     shapes = fn.peek_image_shape(jpegs)
-    images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+    images = fn.decoders.image(jpegs, device="mixed", output_type=types.RGB)
 
     if policy == "auto_augment":
         # the AutoAugment policy tuned for ImageNet
@@ -40,10 +43,11 @@ def training_pipe(data_dir, image_size, policy):
 
 for policy in ("auto_augment", "rand_augment", "trivial_augment"):
     pipe = training_pipe(
-        data_dir, image_size, policy, batch_size=batch_size, num_threads=2, device_id=None, seed=42
+        data_dir, image_size, policy, batch_size=batch_size, num_threads=2, device_id=0, seed=42
     )
     pipe.build()
     images, labels = pipe.run()
+    images = images.as_cpu()
     print(policy, images.as_array().shape, images.dtype, "labels", len(labels))
 
 
@@ -73,17 +77,17 @@ print("custom policy:", policy.name, "with", sorted(policy.augmentations))
 @pipeline_def(enable_conditionals=True)
 def custom_pipe(data_dir, image_size):
     jpegs, _ = fn.readers.file(file_root=data_dir, name="Reader")
-    images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+    images = fn.decoders.image(jpegs, device="mixed", output_type=types.RGB)
     images = fn.resize(images, size=[image_size, image_size])
     augmented = auto_augment.apply_auto_augment(policy, images, seed=7)
     return augmented, images
 
 
 def run_custom():
-    pipe = custom_pipe(data_dir, image_size, batch_size=batch_size, num_threads=2, device_id=None)
+    pipe = custom_pipe(data_dir, image_size, batch_size=batch_size, num_threads=2, device_id=0)
     pipe.build()
     augmented, originals = pipe.run()
-    return augmented.as_array(), originals.as_array()
+    return augmented.as_cpu().as_array(), originals.as_cpu().as_array()
 
 
 first, originals = run_custom()

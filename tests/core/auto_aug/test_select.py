@@ -97,3 +97,30 @@ def test_a_plain_int_index_applies_one_augmentation_to_all():
         np.testing.assert_array_equal(got, 255 - image)
     with pytest.raises(IndexError, match="index 2 for 2 ops"):
         run(lambda x: select([a.identity, a.invert], 2, x))
+
+
+@augmentation
+def invert_if_dark(data, _):
+    """One's own augmentation with an `if` on a per-sample value."""
+    if fn.reductions.mean(data) < 128:
+        data = 255 - data
+    return data
+
+
+@pytest.mark.parametrize("conditionals", [True, False])
+def test_an_if_in_ones_own_augmentation_is_per_sample(conditionals):
+    dark = np.full((4, 5, 3), 20, np.uint8)
+    bright = np.full((4, 5, 3), 200, np.uint8)
+    images = [dark, bright, dark, bright]
+
+    @pipeline_def(
+        batch_size=4, num_threads=2, device_id=None, seed=1, enable_conditionals=conditionals
+    )
+    def pipe():
+        x = fn.external_source(source=lambda: images, layout="HWC")
+        return select([a.identity, invert_if_dark], per_sample(1, 1, 0, 1), x)
+
+    (out,) = pipe().run()
+    expected = [255 - dark, bright, dark, bright]  # sample 2 picked identity
+    for i, want in enumerate(expected):
+        np.testing.assert_array_equal(np.asarray(out.at(i)), want)

@@ -24,6 +24,7 @@ from chute.auto_aug.core._args import (
     num_positional_args,
 )
 from chute.graph import DataNode
+from chute.pipeline.autograph import convert
 
 
 class _Unset:
@@ -218,7 +219,10 @@ class Augmentation:
                 augmentation=self,
                 missing_args=missing,
             )
-        return self._op(data, param, **accepted_kwargs(self._op, kwargs, 2))
+        # the policies split the batch per sample whether or not the pipeline enables
+        # conditionals, so an `if` on a DataNode in one's own augmentation is per sample too
+        op = convert(self._op)
+        return op(data, param, **accepted_kwargs(self._op, kwargs, 2))
 
     @property
     def op(self) -> Callable[..., DataNode]:
