@@ -272,3 +272,38 @@ def test_gpu_policies_make_the_same_choices_and_images_as_the_cpu(policy):
         assert c.shape == g.shape
         # GPU warps and blends may round one level apart on a few pixels
         assert np.abs(c.astype(int) - g.astype(int)).max() <= 1 or (c != g).mean() < 0.02
+
+
+def test_shape_may_be_one_height_width_pair():
+    names = [aug.name for aug in rand_augment.get_rand_augment_suite()]
+    only_y = [n for n in names if n != "translate_y"]
+    outs, _, signs = run(
+        lambda x: rand_augment.rand_augment(
+            x, n=1, m=30, shape=(40, 48), max_translate_rel=0.25, excluded=only_y, interp_type=NN
+        ),
+        MEDIUM[:4],
+    )
+    from auto_aug_reference import forward_warp_nn, translation_matrix
+
+    for image, sign, got in zip(MEDIUM, signs, outs):
+        dy = -10 if sign else 10  # a quarter of the height 40
+        np.testing.assert_array_equal(got, forward_warp_nn(image, translation_matrix(0, dy), 128))
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        lambda x: rand_augment.rand_augment(x, n=2, m=9),
+        lambda x: trivial_augment.trivial_augment_wide(x),
+        lambda x: auto_augment.auto_augment_image_net(x),
+    ],
+    ids=["rand_augment", "trivial_augment_wide", "auto_augment_image_net"],
+)
+def test_a_samples_augmentation_does_not_depend_on_the_batch_it_is_in(policy):
+    """Draws are keyed by each sample's place in the batch, not by how the batch splits:
+    the first 8 samples come out the same in a batch of 8 and in a batch of 24."""
+    small = run(policy, SQUARES[:8], seed=5)
+    large = run(policy, SQUARES, seed=5)
+    for small_out, large_out in zip(small, large):
+        for a_, b_ in zip(small_out, large_out[:8]):
+            np.testing.assert_array_equal(a_, b_)
