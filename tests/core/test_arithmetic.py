@@ -131,3 +131,19 @@ def test_indexing_and_slicing():
 def test_datanode_has_no_truth_value():
     with pytest.raises(TypeError, match="truth value"):
         run_expr(lambda a: a if a else a, F32)
+
+
+def test_arithmetic_with_an_array_constant_keeps_the_images_layout():
+    from chute import types
+
+    @pipeline_def(batch_size=1, num_threads=1, seed=0)
+    def pipe():
+        images = fn.external_source(source=lambda: [np.ones((2, 2, 3), np.uint8)], layout="HWC")
+        weighted = images * types.Constant(np.array([1.0, 2.0, 3.0], np.float32))
+        # a reduction by axis name needs the layout the product kept
+        return weighted, fn.reductions.sum(weighted, axis_names="C")
+
+    p = pipe()
+    weighted, summed = p.run()
+    assert weighted.layout() == "HWC"
+    np.testing.assert_array_equal(summed.at(0), np.full((2, 2), 6.0, np.float32))

@@ -169,3 +169,74 @@ def test_output_sizes_equal_resize_output_size(kwargs):
     kw = {"mode": None, "max_size": None, "subpixel_scale": True, **kwargs}
     ref = np.array([resize_output_size(int(h), int(w), **kw) for h, w in hw.tolist()])
     np.testing.assert_array_equal(output_sizes(hw, kw), ref)
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3, 14, 31, 1000, 2**31 + 11])
+@pytest.mark.parametrize("count", [1, 2, 7, 9])
+def test_batch_bounded_integers_are_generator_integers(keyed, n, count):
+    rng = np.random.default_rng(n + count)
+    metas = _metas(rng, 40, keyed)
+    key, ctr = philox.sample_counters(77, 5, 1, 3, metas)
+    picks, redraw = philox.bounded_integers(key, ctr, count, n)
+    for i in range(40):
+        want = sample_generator(77, 5, 1, 3, i, metas[i]).integers(0, n, size=count)
+        if i not in redraw:
+            assert picks[i].tolist() == want.tolist(), i
+    # n = 2**31 + 11 rejects about half of all draws: those samples are handed back
+    assert (len(redraw) > 10) == (n > 2**30)
+
+
+def test_batch_uniform_doubles_are_generator_uniform():
+    assert philox.uniform_doubles_match_numpy()
+    rng = np.random.default_rng(1)
+    metas = _metas(rng, 30, True)
+    key, ctr = philox.sample_counters(5, 2, 0, 8, metas)
+    words = philox.stream_words(key, ctr, 2)[:, :6]
+    for lo, hi in ((0.0, 1.0), (-2.5, 7.0)):
+        got = philox.uniform_doubles(words, lo, hi)
+        for i in range(30):
+            want = sample_generator(5, 2, 0, 8, i, metas[i]).uniform(lo, hi, size=6)
+            assert got[i].tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"values": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], "dtype": np.int32},
+        {"values": [0, 1], "shape": [2], "dtype": np.int32},
+        {"values": [2.5, -1.0, 7.25], "shape": [3, 2]},
+        {"values": [4.0]},
+        {"range": [0, 1], "shape": [3], "dtype": np.float32},
+        {"range": [-5, 5]},
+        {"range": [0, 255], "dtype": np.uint8},
+    ],
+)
+def test_batched_uniform_equals_per_sample_uniform(kwargs, tmp_path, monkeypatch):
+    files = []
+    for i in range(9):
+        (tmp_path / f"{i}.bin").write_bytes(bytes([i]))
+        files.append(str(tmp_path / f"{i}.bin"))
+
+    @pipeline_def(batch_size=4, num_threads=2, seed=13)
+    def pipe():
+        data, _ = fn.readers.file(files=files, random_shuffle=True, name="Reader")
+        return data, fn.random.uniform(**kwargs), fn.random.uniform(data, **kwargs)
+
+    def run():
+        p = pipe()
+        out = [[t.as_array().copy() for t in p.run()[1:]] for _ in range(3)]
+        p.close()
+        return out
+
+    from chute.executor.plan import build_plan
+
+    node = build_plan(pipe()._outputs).outputs[1].producer
+    assert node.op.draws_batch(node)
+    fast = run()
+    monkeypatch.setattr(compute_module, "supports_batched", lambda node: False)
+    slow = run()
+    for a, b in zip(fast, slow):
+        for x, y in zip(a, b):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)

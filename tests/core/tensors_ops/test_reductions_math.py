@@ -126,3 +126,35 @@ def test_math_type_promotion():
     np.testing.assert_array_equal(p.at(0), [4, 1, 4])
     np.testing.assert_array_equal(neg.at(0), [0, 1, 0])  # integer 1/x, as DALI
     assert set(chute.math.__all__) == set(fn.math.__all__)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max"])
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.int16, np.uint16, np.float32, np.int32, np.float64, np.bool_]
+)
+@pytest.mark.parametrize(
+    ("shape", "keep"), [((7, 9, 3), True), ((2, 5, 6, 4), False), ((11, 1), True)]
+)
+def test_per_channel_statistics_match_numpy(name, dtype, shape, keep):
+    """Reducing all axes but the channels (fast paths for images) gives NumPy's values."""
+    if dtype == np.bool_:
+        sample = RNG.integers(0, 2, shape).astype(bool)
+    elif np.dtype(dtype).kind == "f":
+        sample = (RNG.standard_normal(shape) * 100).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        sample = RNG.integers(max(info.min, -30000), min(info.max, 30000), shape).astype(dtype)
+    axes = list(range(len(shape) - 1))
+    (out,) = run(
+        lambda x: getattr(fn.reductions, name)(x, axes=axes, keep_dims=keep), [sample, sample[::-1]]
+    )
+    for i, x in enumerate([sample, sample[::-1]]):
+        got = out.at(i)
+        if name in ("min", "max"):
+            want = getattr(np, name)(x, axis=tuple(axes), keepdims=keep)
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == x.dtype
+        else:
+            want = getattr(np, name)(x.astype(np.float64), axis=tuple(axes), keepdims=keep)
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-6, atol=1e-6)

@@ -15,8 +15,16 @@ from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.tensor_ops import convert
+from chute.runtime.context import sample_generator
 from chute.runtime.operator import ArgView, Operator
-from chute.runtime.philox import coin_flips, sample_counters, stream_words
+from chute.runtime.philox import (
+    bounded_integers,
+    coin_flips,
+    sample_counters,
+    stream_words,
+    uniform_doubles,
+    uniform_doubles_match_numpy,
+)
 from chute.runtime.registry import register
 from chute.types import to_dtype
 
@@ -88,6 +96,49 @@ class Uniform(Operator):
             lo, hi = _check_range(args["range"])
             out = ctx.rng.uniform(lo, hi, size=shape)
         return _as_dtype(out, dtype)
+
+    def draws_batch(self, node: OpNode) -> bool:
+        # constant arguments and a small fixed shape: the first words of each stream
+        if node.inputs or node.arg_inputs:
+            return False
+        count = _count(node.arg("shape"))
+        if not 0 < count <= _MAX_BATCH_DRAWS:
+            return False
+        values = node.arg("values")
+        if values is None:
+            return uniform_doubles_match_numpy()
+        return 0 < len(values) <= 1 << 32
+
+    def draw_batch(
+        self, node: OpNode, seed: int, epoch: int, iteration: int, meta: list
+    ) -> list[Any]:
+        """Every sample's draws at once (philox.py), equal to what run_sample gives."""
+        shape = tuple(int(s) for s in node.arg("shape") or ())
+        count = _count(shape)
+        dtype = node.arg("dtype") or np.float32
+        key, ctr = sample_counters(seed, node.id, epoch, iteration, meta)
+        values = node.arg("values")
+        if values is None:
+            lo, hi = _check_range(node.arg("range"))
+            words = stream_words(key, ctr, -(-count // 4))[:, :count]
+            draws = uniform_doubles(words, lo, hi)
+        else:
+            table = np.asarray(values, np.float64)
+            picks, redraw = bounded_integers(key, ctr, count, len(table))
+            for i in redraw:  # a draw NumPy rejects: that sample's generator decides
+                rng = sample_generator(seed, node.id, epoch, iteration, i, meta[i])
+                picks[i] = rng.integers(0, len(table), size=count)
+            draws = table[picks]
+        converted = _as_dtype(draws, dtype)  # one conversion for the batch
+        return [converted[i].reshape(shape) for i in range(len(converted))]
+
+
+# up to this many numbers per sample are drawn for the whole batch at once
+_MAX_BATCH_DRAWS = 64
+
+
+def _count(shape: Any) -> int:
+    return int(np.prod([int(s) for s in shape])) if shape else 1
 
 
 def _check_range(rng: tuple[float, float]) -> tuple[float, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -252,8 +253,24 @@ class Copy(Operator):
         return np.array(inputs[0], copy=True)
 
 
+# How many index positions may hold a per-sample DataNode (``x[idx]``, ``table[row, col]``).
+_MAX_NODE_INDICES = 8
+
+
+@dataclass(frozen=True)
+class PerSampleIndex:
+    """An index position whose integer comes per sample from argument ``at_<position>``."""
+
+    position: int
+
+    @property
+    def arg(self) -> str:
+        return f"at_{self.position}"
+
+
 class Subscript(Operator):
-    """Indexing and slicing of each sample: ``x[0]``, ``x[:, 1:3]``, ``x[..., ::-1]``."""
+    """Indexing and slicing of each sample: ``x[0]``, ``x[:, 1:3]``, ``x[..., ::-1]``, and
+    ``x[idx]`` with a per-sample integer DataNode ``idx`` (as DALI's argument-input indices)."""
 
     schema = Schema(
         name="subscript",
@@ -263,8 +280,12 @@ class Subscript(Operator):
                 "index",
                 "any",
                 (),
-                "The index as a tuple of ints, slices and Ellipsis.",
+                "The index as a tuple of ints, slices, Ellipsis and PerSampleIndex markers.",
                 per_sample=False,
+            ),
+            *(
+                Arg(f"at_{k}", "int", None, f"The per-sample integer index at position {k}.")
+                for k in range(_MAX_NODE_INDICES)
             ),
         ),
     )
@@ -301,18 +322,37 @@ class Subscript(Operator):
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         x = inputs[0]
+        index = tuple(
+            args[item.arg] if isinstance(item, PerSampleIndex) else item for item in args["index"]
+        )
         try:
-            return x[args["index"]]
+            return x[index]
         except IndexError as exc:
-            raise IndexError(f"{exc} (sample shape {x.shape})") from None
+            raise IndexError(f"{exc} (sample shape {x.shape}, index {index})") from None
 
 
 def subscript(x: DataNode, index: Any) -> DataNode:
-    """Trace ``x[index]`` with constant ints, slices, Ellipsis and None."""
+    """Trace ``x[index]`` with constant ints, slices, Ellipsis and None, and integer
+    DataNodes: a per-sample index (a scalar per sample, on the CPU) at that position."""
     if not isinstance(index, tuple):
         index = (index,)
+    per_sample: dict[str, DataNode] = {}
+    items: list[Any] = []
+    for position, item in enumerate(index):
+        if isinstance(item, DataNode):
+            if position >= _MAX_NODE_INDICES:
+                raise TypeError(
+                    f"a DataNode index is accepted at the first {_MAX_NODE_INDICES} positions, "
+                    f"got one at position {position}"
+                )
+            marker = PerSampleIndex(position)
+            per_sample[marker.arg] = item
+            items.append(marker)
+        else:
+            items.append(item)
+    index = tuple(items)
     for item in index:
-        ok = item is Ellipsis or item is None or isinstance(item, (int, np.integer))
+        ok = item is Ellipsis or item is None or isinstance(item, (int, np.integer, PerSampleIndex))
         if isinstance(item, slice):
             ok = all(
                 v is None or isinstance(v, (int, np.integer))
@@ -320,9 +360,10 @@ def subscript(x: DataNode, index: Any) -> DataNode:
             )
         if not ok:
             raise TypeError(
-                f"DataNode indices must be ints, slices of ints, None or ..., got {type(item).__name__}"
+                "DataNode indices must be ints, integer DataNodes, slices of ints, None or ..., "
+                f"got {type(item).__name__}"
             )
-    return Subscript(device=x.device)(x, index=tuple(index))
+    return Subscript(device=x.device)(x, index=index, **per_sample)
 
 
 def shapes(x: DataNode) -> DataNode:

@@ -506,7 +506,11 @@ def _constant_node(array: Any, layout: str | None, device: str | None) -> DataNo
         )
     array.setflags(write=False)
     node = ExternalSource()(
-        source=lambda info: array, batch=False, layout=layout or "", dtype=array.dtype
+        source=lambda info: array,
+        batch=False,
+        layout=layout or "",
+        dtype=array.dtype,
+        ndim=array.ndim,  # known, so that arithmetic with it keeps the other operand's layout
     )
     return node.gpu() if device == "gpu" else node
 

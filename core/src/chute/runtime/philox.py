@@ -27,11 +27,14 @@ from chute.runtime.context import sample_key
 
 __all__ = [
     "SampleStream",
+    "bounded_integers",
     "coin_flips",
     "random_crop_windows",
     "sample_counters",
     "sample_stream",
     "stream_words",
+    "uniform_doubles",
+    "uniform_doubles_match_numpy",
 ]
 
 _M0 = np.uint64(0xD2E7470EE14C6C93)
@@ -109,6 +112,49 @@ def _doubles(words: np.ndarray) -> np.ndarray:
 def coin_flips(words: np.ndarray, probability: float) -> np.ndarray:
     """``rng.random() < probability`` for each sample, from its first word."""
     return _doubles(words[:, 0]) < probability
+
+
+def uniform_doubles(words: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``Generator.uniform(low, high)`` of each word: ``low + (high - low) * random()``."""
+    return low + (high - low) * _doubles(words)
+
+
+@functools.lru_cache(maxsize=1)
+def uniform_doubles_match_numpy() -> bool:
+    """Whether :func:`uniform_doubles` rounds as NumPy's compiled ``uniform`` does here (a
+    build that fuses its multiply-add would differ in the last bit): checked once."""
+    key = np.array([[12345, 678]], np.uint64)
+    ctr = np.array([[9, 8, 7, 0]], np.uint64)
+    for low, high in ((0.0, 1.0), (-3.7, 11.3), (0.1, 1.9), (-1e6, 2.5e-3)):
+        rng = np.random.Generator(np.random.Philox(key=key[0], counter=ctr[0]))
+        expected = rng.uniform(low, high, size=16)
+        if not np.array_equal(uniform_doubles(stream_words(key, ctr, 4)[0], low, high), expected):
+            return False
+    return True
+
+
+def bounded_integers(
+    key: np.ndarray, ctr: np.ndarray, count: int, n: int
+) -> tuple[np.ndarray, list[int]]:
+    """``Generator.integers(0, n, size=count)`` of each sample's stream, (N, count) int64.
+
+    NumPy draws each from a 32-bit half of the stream's words (low half first) by
+    Lemire's multiply-shift; the second list holds the samples where NumPy would reject
+    a draw and take another (odds of (2**32 mod n) / 2**32 per draw), whose rows are
+    left for the caller to draw with the sample's generator.
+    """
+    rows = len(ctr)
+    if n == 1:  # one value: NumPy draws nothing
+        return np.zeros((rows, count), np.int64), []
+    words = stream_words(key, ctr, -(-count // 8))  # two 32-bit draws per word
+    halves = np.stack([words & _LO32, words >> _S32], axis=2).reshape(rows, -1)[:, :count]
+    if n == 1 << 32:
+        return halves.astype(np.int64), []
+    excl = np.uint64(n)
+    m = halves * excl
+    threshold = np.uint64(((1 << 32) - n) % n)
+    rejected = ((m & _LO32) < threshold).any(axis=1)
+    return (m >> _S32).astype(np.int64), np.flatnonzero(rejected).tolist()
 
 
 def _bounded(word32: np.ndarray, rng: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

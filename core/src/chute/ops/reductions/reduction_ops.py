@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cv2
 import numpy as np
 
 from chute.graph.node import DataNode, OpNode
@@ -109,6 +110,9 @@ class Reduction(Operator):
         axes = self._axes(args["axes"], x.ndim)
         dtype = self.out_dtype(args, x.dtype)
         mean = inputs[1] if len(inputs) > 1 else None
+        fast = per_channel_reduce(self.kind_name, x, axes, args["keep_dims"], dtype)
+        if fast is not None:
+            return fast
         with np.errstate(all="ignore"):
             out = reduce(np, self.kind_name, x, axes, args["keep_dims"], dtype, args, mean)
         out = np.asarray(out)
@@ -118,6 +122,41 @@ class Reduction(Operator):
         from chute.ops.reductions import reductions_gpu
 
         return reductions_gpu.reduce_batch(self, inputs, args, ctx)
+
+
+# dtypes OpenCV sums exactly in float64 (cv2.sumElems)
+_CV_SUMMABLE = frozenset(np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "float32"))
+
+
+def per_channel_reduce(
+    kind: str, x: np.ndarray, axes: tuple[int, ...], keep: bool, dtype: np.dtype
+) -> np.ndarray | None:
+    """min, max, sum or mean over every axis but the last of a contiguous sample with 1 to 4
+    channels (an image's per-channel statistics), or None where this does not apply.
+
+    NumPy reduces the leading axes of an HWC array with a strided inner loop, ~3 ms for a
+    224x224x3 uint8 image; a 1-D reduction per channel takes ~0.05 ms (min, max) and
+    OpenCV's float64 sums ~0.01 ms (sum, mean).
+    """
+    if kind not in ("min", "max", "sum", "mean") or x.ndim < 2 or x.size == 0:
+        return None
+    channels = x.shape[-1]
+    if axes != tuple(range(x.ndim - 1)) or not 1 <= channels <= 4 or not x.flags.c_contiguous:
+        return None
+    shape = (1,) * (x.ndim - 1) + (channels,) if keep else (channels,)
+    if kind in ("min", "max"):
+        if x.dtype.kind not in "biuf":
+            return None
+        flat = x.reshape(-1)
+        pick = np.min if kind == "min" else np.max
+        out = np.array([pick(flat[c::channels]) for c in range(channels)], dtype=x.dtype)
+        return out.reshape(shape).astype(dtype, copy=False)
+    if x.dtype not in _CV_SUMMABLE or dtype.kind not in "iuf":
+        return None
+    totals = np.array(cv2.sumElems(x.reshape(-1, 1, channels))[:channels], np.float64)
+    if kind == "mean":
+        totals /= x.size // channels
+    return totals.reshape(shape).astype(dtype)
 
 
 def reduce(
