@@ -20,7 +20,13 @@ from chute.ops import arithmetic, external_source, io, python, random, tensor_op
 from chute.ops.audio import audio_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
-from chute.ops.detection import bbox_ops, bbox_rotate, random_bbox_crop, roi_random_crop, ssd_random_crop  # noqa: F401
+from chute.ops.detection import (  # noqa: F401
+    bbox_ops,
+    bbox_rotate,
+    random_bbox_crop,
+    roi_random_crop,
+    ssd_random_crop,
+)
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401
