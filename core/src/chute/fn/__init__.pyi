@@ -14,6 +14,7 @@ from chute.fn import noise as noise
 from chute.fn import random as random
 from chute.fn import readers as readers
 from chute.fn import reductions as reductions
+from chute.fn import segmentation as segmentation
 from chute.fn import transforms as transforms
 from chute.graph.node import DataNode
 from chute.types import ImageType, InterpType, OnError

@@ -14,6 +14,7 @@ from chute.ops import noise as noise
 from chute.ops import random as random
 from chute.ops import readers as readers
 from chute.ops import reductions as reductions
+from chute.ops import segmentation as segmentation
 from chute.ops import transforms as transforms
 from chute.runtime.operator import Operator
 from chute.types import ImageType, InterpType, OnError
