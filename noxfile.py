@@ -46,6 +46,7 @@ TEST_DEPS = [
     "soundfile>=0.12",
     "av>=12",
     "lmdb>=1.4",
+    "pycocotools>=2.0",  # reference for COCO's RLE and polygon masks (tests only)
 ]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]

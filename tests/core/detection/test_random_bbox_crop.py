@@ -264,3 +264,29 @@ def test_unsatisfiable_without_total_num_attempts_does_not_hang(monkeypatch):
         boxes, thresholds=[0.9], scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0], allow_no_crop=False
     )
     assert np.all(shapes[0] >= 0.3 - 1e-6) and np.all(anchors[0] + shapes[0] <= 1 + 1e-6)
+
+
+def test_output_count_follows_the_inputs_of_each_call():
+    """One ops.RandomBBoxCrop object traced with and without labels: 3 outputs, then 4, then 5."""
+    from chute import ops
+
+    boxes = sample_boxes(4, 2)
+    labels = [np.arange(len(b), dtype=np.int32) + 1 for b in boxes]
+    crop = ops.RandomBBoxCrop(thresholds=[0.0], allow_no_crop=False)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=5)
+    def pipe():
+        b = fn.external_source(source=lambda: boxes)
+        lb = fn.external_source(source=lambda: labels)
+        alone = crop(b)
+        with_labels = crop(b, lb)
+        indices = fn.random_bbox_crop(b, lb, output_bbox_indices=True)
+        assert (len(alone), len(with_labels), len(indices)) == (3, 4, 5)
+        return with_labels[2], with_labels[3], indices[3], indices[4]
+
+    p = pipe()
+    p.build()
+    kept, kept_labels, kept_labels2, idx = p.run()
+    for i in range(2):
+        assert len(kept.at(i)) == len(kept_labels.at(i))
+        np.testing.assert_array_equal(kept_labels2.at(i), labels[i][idx.at(i)])

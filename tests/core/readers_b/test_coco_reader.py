@@ -11,7 +11,7 @@ from _listed_reader_checks import check_resume, shard_epochs
 from PIL import Image
 
 from chute import OperatorError, fn, pipeline_def
-from chute.ops.readers.coco_annotations import polygon_mask, rle_counts, rle_decode
+from chute.ops.segmentation.mask_kernels import polygon_mask, rle_counts, rle_decode
 
 
 def write_coco(tmp_path, extra_annotations=(), n_extra_images=0):
@@ -152,6 +152,12 @@ def test_rle_and_polygon_rasterization():
     assert rle_counts("0W1") == [0, 39]
     # column-major runs: 1 zero, 2 ones (pixels 1 and 2), 3 zeros
     assert rle_decode(2, 3, [1, 2, 3]).tolist() == [[False, True, False], [True, False, False]]
+    # runs may stop short (the rest is 0), never run past the mask
+    assert rle_decode(2, 2, [1, 1]).tolist() == [[False, False], [True, False]]
+    with pytest.raises(ValueError, match="cover 7 pixels"):
+        rle_decode(2, 3, [1, 2, 4])
+    with pytest.raises(ValueError, match="truncated"):
+        rle_counts("0W")  # 'W' says that more groups follow
     square = polygon_mask(6, 6, np.array([[1, 1], [4, 1], [4, 4], [1, 4]], np.float32))
     expected = np.zeros((6, 6), bool)
     expected[1:4, 1:4] = True
@@ -159,6 +165,51 @@ def test_rle_and_polygon_rasterization():
     triangle = polygon_mask(4, 4, np.array([[0, 0], [4, 0], [0, 4]], np.float32))
     centres = np.add.outer(np.arange(4) + 0.5, np.arange(4) + 0.5)  # x + y of each centre
     np.testing.assert_array_equal(triangle, centres < 4)
+    # COCO's rule on a concave outline and a diamond (written out from its definition: the
+    # outline traced on a 5x grid, toggles where it crosses a pixel-column centre)
+    notch = polygon_mask(5, 6, np.array([[0, 0], [6, 0], [6, 4], [3, 1], [0, 4]], np.float32))
+    assert notch.astype(int).tolist() == [
+        [1, 1, 1, 1, 1, 1],
+        [1, 1, 0, 0, 1, 1],
+        [1, 0, 0, 0, 0, 1],
+        [0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+    ]
+    diamond = polygon_mask(7, 6, np.array([[1, 0], [4, 3], [1, 6], [-2, 3]], np.float32))
+    assert diamond.astype(int).tolist() == [
+        [1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 1, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+    ]
+    assert not polygon_mask(3, 3, np.zeros((0, 2), np.float32)).any()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pycocotools on NumPy 2
+def test_masks_match_pycocotools():
+    """Random polygons (inside and beyond the image, half-pixel vertices too) and random
+    masks' RLEs (compressed and not) against pycocotools, which DALI's reader embeds."""
+    coco_mask = pytest.importorskip("pycocotools.mask")
+    rng = np.random.default_rng(0)
+    for k in range(200):
+        h, w = (int(v) for v in rng.integers(1, 30, 2))
+        xy = rng.uniform(-4, max(h, w) + 4, (int(rng.integers(3, 9)), 2))
+        if k % 2:
+            xy = np.round(xy * 2) / 2
+        rle = coco_mask.frPyObjects([xy.ravel().tolist()], h, w)
+        expected = coco_mask.decode(rle)[..., 0].astype(bool)
+        np.testing.assert_array_equal(polygon_mask(h, w, xy), expected, err_msg=f"case {k}")
+        mask = np.asfortranarray(rng.random((h, w)) < rng.random())
+        encoded = coco_mask.encode(mask.astype(np.uint8))
+        np.testing.assert_array_equal(rle_decode(h, w, encoded["counts"].decode()), mask)
+        runs = np.diff(np.flatnonzero(np.diff(np.r_[0, mask.T.ravel(), 2]) != 0), prepend=0)
+        uncompressed = {"size": [h, w], "counts": runs.tolist()}
+        via_coco = coco_mask.decode(coco_mask.frPyObjects(uncompressed, h, w)).astype(bool)
+        np.testing.assert_array_equal(via_coco, mask)
+        np.testing.assert_array_equal(rle_decode(h, w, runs.tolist()), mask)
 
 
 def test_pixelwise_masks(tmp_path):

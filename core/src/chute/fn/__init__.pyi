@@ -14,6 +14,7 @@ from chute.fn import noise as noise
 from chute.fn import random as random
 from chute.fn import readers as readers
 from chute.fn import reductions as reductions
+from chute.fn import segmentation as segmentation
 from chute.fn import transforms as transforms
 from chute.graph.node import DataNode
 from chute.types import ImageType, InterpType, OnError
@@ -99,6 +100,29 @@ def bbox_paste(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Moves relative boxes to where they land when the image is pasted on a larger canvas."""
+
+def bbox_rotate(
+    bboxes: DataNode,
+    labels: DataNode = ...,
+    /,
+    *,
+    angle: float | DataNode,
+    input_shape: int | Sequence[int] | NDArray[Any] | DataNode,
+    shape_layout: str = ...,
+    bbox_layout: Literal["xyXY", "xyWH"] = ...,
+    bbox_normalized: bool = ...,
+    keep_size: bool = ...,
+    size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    mode: Literal["expand", "halfway", "fixed"] = ...,
+    remove_threshold: float = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> Any:
+    """Moves bounding boxes to where they land when their image is rotated by ``angle`` degrees."""
 
 def box_encoder(
     boxes: DataNode,
@@ -1654,6 +1678,22 @@ def squeeze(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Removes the dimensions given as ``axes`` or ``axis_names`` (each of extent 1)."""
+
+def ssd_random_crop(
+    input_0: DataNode,
+    input_1: DataNode,
+    input_2: DataNode,
+    /,
+    *,
+    num_attempts: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> Any:
+    """Crops an image at random, as SSD does, keeping its ltrb boxes and labels consistent."""
 
 def stack(
     *inputs: DataNode,

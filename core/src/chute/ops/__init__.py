@@ -29,7 +29,13 @@ from chute.ops import (  # noqa: F401
 from chute.ops.audio import audio_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
-from chute.ops.detection import bbox_ops, random_bbox_crop, roi_random_crop  # noqa: F401
+from chute.ops.detection import (  # noqa: F401
+    bbox_ops,
+    bbox_rotate,
+    random_bbox_crop,
+    roi_random_crop,
+    ssd_random_crop,
+)
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401
@@ -37,6 +43,7 @@ from chute.ops.image import image_ops  # noqa: F401
 from chute.ops.noise import noise_ops  # noqa: F401
 from chute.ops.readers import caffe, coco, file, mxnet, nemo_asr, numpy_reader, tfrecord, webdataset  # noqa: F401  # noqa: F401
 from chute.ops.reductions import reduction_ops  # noqa: F401
+from chute.ops.segmentation import segmentation_ops  # noqa: F401
 from chute.ops.tensors import constant_ops, sequence_ops, shape_ops  # noqa: F401
 from chute.ops.video import decoder, reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate

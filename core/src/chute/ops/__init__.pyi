@@ -14,6 +14,7 @@ from chute.ops import noise as noise
 from chute.ops import random as random
 from chute.ops import readers as readers
 from chute.ops import reductions as reductions
+from chute.ops import segmentation as segmentation
 from chute.ops import transforms as transforms
 from chute.runtime.operator import Operator
 from chute.types import ImageType, InterpType, OnError
@@ -88,6 +89,34 @@ class BBoxPaste(Operator):
         *inputs: DataNode,
         **kwargs: Any,
     ) -> DataNode: ...
+
+class BBoxRotate(Operator):
+    """Moves bounding boxes to where they land when their image is rotated by ``angle`` degrees."""
+
+    def __init__(
+        self,
+        *,
+        angle: float | DataNode,
+        input_shape: int | Sequence[int] | NDArray[Any] | DataNode,
+        shape_layout: str = ...,
+        bbox_layout: Literal["xyXY", "xyWH"] = ...,
+        bbox_normalized: bool = ...,
+        keep_size: bool = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        mode: Literal["expand", "halfway", "fixed"] = ...,
+        remove_threshold: float = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
 
 class BatchPermutation(Operator):
     """Random indices of the batch's samples (a permutation unless ``allow_repetitions``)."""
@@ -2110,6 +2139,26 @@ class Rotate(Operator):
         *inputs: DataNode,
         **kwargs: Any,
     ) -> DataNode: ...
+
+class SSDRandomCrop(Operator):
+    """Crops an image at random, as SSD does, keeping its ltrb boxes and labels consistent."""
+
+    def __init__(
+        self,
+        *,
+        num_attempts: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
 
 class Saturation(Operator):
     """Scales the saturation of RGB/BGR images (0 = gray, 1 = unchanged)."""

@@ -118,7 +118,7 @@ class ExternalSource(Operator):
         devices=("cpu", "gpu"),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return args.get("num_outputs") or 1
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:

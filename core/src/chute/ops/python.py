@@ -100,7 +100,7 @@ class PythonFunction(Operator):
             return pool_for_node(node, node.arg("function"), pipeline)
         return None
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return args.get("num_outputs", 1)
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:

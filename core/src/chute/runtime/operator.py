@@ -128,7 +128,14 @@ class Operator:
         self.check_args(args, arg_inputs)
         out_device = self.output_device(device)
         node = pipe._graph.add(
-            self, device, list(inputs), args, arg_inputs, name, self.num_outputs(args), out_device
+            self,
+            device,
+            list(inputs),
+            args,
+            arg_inputs,
+            name,
+            self.num_outputs(args, len(inputs)),
+            out_device,
         )
         return node.outputs[0] if len(node.outputs) == 1 else list(node.outputs)
 
@@ -154,7 +161,12 @@ class Operator:
         """The stem of the node's default name."""
         return self.schema.name.rsplit(".", 1)[-1]
 
-    def num_outputs(self, args: Mapping[str, Any]) -> int:
+    def num_outputs(self, args: Mapping[str, Any], num_inputs: int = 0) -> int:
+        """How many outputs a node with these constant ``args`` and ``num_inputs`` inputs has.
+
+        The schema's ``num_outputs`` unless an operator's outputs depend on its arguments
+        (readers' optional outputs) or on its optional inputs (random_bbox_crop's labels).
+        """
         return self.schema.num_outputs
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict[str, DataNode]) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "overlap_metric",
     "read_boxes",
     "remap_boxes",
+    "rotate_boxes",
     "volume",
     "write_boxes",
 ]
@@ -112,6 +113,65 @@ def bbox_paste(
     out[:, :2] = rows[:, :2] * scale + margin
     out[:, 2:] = rows[:, 2:] * scale + (margin if ltrb else 0.0)
     return out.reshape(np.shape(boxes))
+
+
+def rotate_boxes(
+    boxes: np.ndarray,
+    angle: float,
+    in_wh: tuple[float, float],
+    out_wh: tuple[float, float],
+    *,
+    ltrb: bool = True,
+    normalized: bool = True,
+    mode: str = "expand",
+    remove_threshold: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes of an image rotated counter-clockwise by ``angle`` degrees, and the kept indices.
+
+    Each box's corners turn about the image centre (``in_wh``) and land about the centre of
+    the ``out_wh`` canvas; the new box encloses them (``mode="expand"``), or is shrunk back
+    to the original extents (``"fixed"``; swapped where the rotation turned a tall box wide)
+    or halfway there (``"halfway"``). Boxes are then clipped to the canvas and dropped when
+    less than ``remove_threshold`` of their area is left (a box of no area is dropped, as in
+    DALI). Coordinates are relative to the image (``normalized``) or in pixels, float32.
+    """
+    rows = _as_rows(boxes, 4)
+    f32 = np.float32
+    lo = rows[:, :2]
+    hi = rows[:, 2:] if ltrb else lo + rows[:, 2:]
+    in_size, out_size = np.asarray(in_wh, f32), np.asarray(out_wh, f32)
+    # corners (n, 4, 2): x1y1, x2y1, x1y2, x2y2, centred on the image
+    xs = np.stack([lo[:, 0], hi[:, 0], lo[:, 0], hi[:, 0]], 1)
+    ys = np.stack([lo[:, 1], lo[:, 1], hi[:, 1], hi[:, 1]], 1)
+    corners = np.stack([xs, ys], -1)
+    corners = (corners - f32(0.5)) * in_size if normalized else corners - in_size / f32(2)
+    old_extent = corners[:, 3] - corners[:, 0]
+    radians = f32(np.deg2rad(f32(angle)))
+    c, s = np.cos(radians), np.sin(radians)
+    x, y = corners[..., 0], corners[..., 1]
+    turned = np.stack([x * c + y * s, -x * s + y * c], -1) + out_size / f32(2)
+    new_lo, new_hi = turned.min(axis=1), turned.max(axis=1)
+    if mode != "expand":
+        new_extent = new_hi - new_lo
+        swapped = (old_extent[:, 0] < old_extent[:, 1]) ^ (new_extent[:, 0] < new_extent[:, 1])
+        target = np.where(swapped[:, None], old_extent[:, ::-1], old_extent)
+        shrink = (new_extent - target) * f32(0.5)
+        if mode == "halfway":
+            shrink = shrink * f32(0.5)
+        new_lo, new_hi = new_lo + shrink, new_hi - shrink
+    old_area = np.prod(new_hi - new_lo, axis=1)
+    new_lo = np.clip(new_lo, f32(0), out_size)
+    new_hi = np.clip(new_hi, f32(0), out_size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        remain = np.prod(new_hi - new_lo, axis=1) / old_area
+    keep = np.nonzero(remain >= f32(remove_threshold))[0]
+    new_lo, new_hi = new_lo[keep], new_hi[keep]
+    if not ltrb:
+        new_hi = new_hi - new_lo
+    out = np.concatenate([new_lo, new_hi], 1)
+    if normalized:
+        out = out / np.concatenate([out_size, out_size])
+    return out.astype(f32, copy=False), keep
 
 
 def volume(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -293,15 +293,9 @@ class RandomBBoxCrop(Operator):
         ),
     )
 
-    _num_inputs = 1
-
-    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        # the number of outputs depends on whether labels are given (num_outputs sees args only)
-        self._num_inputs = len(inputs)
-        return super().__call__(*inputs, **kwargs)
-
-    def num_outputs(self, args: Any) -> int:
-        return 3 + (self._num_inputs > 1) + bool(args.get("output_bbox_indices", False))
+    def num_outputs(self, args: Any, num_inputs: int = 1) -> int:
+        # labels, when given, come back as an output of their own
+        return 3 + (num_inputs > 1) + bool(args.get("output_bbox_indices", False))
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict[str, Any]) -> None:
         name = self.schema.display_name

@@ -163,8 +163,11 @@ class Combine(Operator):
 class CoordFlip(Operator):
     """Reflects coordinates (N, D) about ``center_*`` on the axes flagged by ``flip_*``."""
 
+    lane_safe = True
+
     schema = Schema(
         name="coord_flip",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg(
@@ -183,17 +186,22 @@ class CoordFlip(Operator):
         ),
     )
 
+    @staticmethod
+    def layout_of(layout: str | None, shape: tuple[int, ...]) -> str:
+        """The ``layout`` argument, or the one guessed from the points' last extent."""
+        if layout is not None:
+            return layout
+        dims = shape[-1] if len(shape) else 0
+        guessed = {1: "x", 2: "xy", 3: "xyz", 4: "xy", 6: "xyz"}.get(dims)
+        if guessed is None:
+            raise ValueError(f"cannot guess the layout of {dims} coordinates; pass layout")
+        return guessed
+
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
         coords = inputs[0]
-        layout = args["layout"]
-        if layout is None:
-            dims = coords.shape[-1] if coords.ndim else 0
-            layout = {1: "x", 2: "xy", 3: "xyz", 4: "xy", 6: "xyz"}.get(dims)
-            if layout is None:
-                raise ValueError(f"cannot guess the layout of {dims} coordinates; pass layout")
         return kernels.coord_flip(
             coords,
-            layout,
+            self.layout_of(args["layout"], np.shape(coords)),
             bool(args["flip_x"]),
             bool(args["flip_y"]),
             bool(args["flip_z"]),
@@ -202,13 +210,21 @@ class CoordFlip(Operator):
             args["center_z"],
         )
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops.geometry import coord_gpu
+
+        return coord_gpu.coord_flip(self, inputs, args, ctx)
+
 
 @register(ops_aliases=("transforms.CoordTransform",))
 class CoordTransform(Operator):
     """Applies ``M @ p + T`` (or ``MT``, M and T side by side) to each point (row) p."""
 
+    lane_safe = True
+
     schema = Schema(
         name="coord_transform",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("M", "any", None, "Matrix (out_dim, in_dim), a diagonal vector or a scalar."),
@@ -227,3 +243,8 @@ class CoordTransform(Operator):
         return kernels.coord_transform(
             inputs[0], M=args.raw("M"), T=args.raw("T"), MT=args.raw("MT"), dtype=args["dtype"]
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops.geometry import coord_gpu
+
+        return coord_gpu.coord_transform(self, inputs, args, ctx)

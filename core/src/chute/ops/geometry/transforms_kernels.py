@@ -189,7 +189,13 @@ def coord_transform(
     points = np.asarray(coords, dtype=np.float64)
     if points.ndim != 2:
         raise ValueError(f"coordinates must be (N, D), got shape {points.shape}")
-    dims = points.shape[1]
+    linear, shift = affine_parts(points.shape[1], M, T, MT)
+    return (points @ linear.T + shift).astype(dtype)
+
+
+def affine_parts(dims: int, M: Any = None, T: Any = None, MT: Any = None) -> tuple:
+    """The float64 ``(linear (out_dim, dims), shift (out_dim,))`` of fn.coord_transform's
+    ``M``/``T``/``MT`` arguments for points of ``dims`` coordinates, checked."""
     if MT is not None:
         if M is not None or T is not None:
             raise ValueError("MT cannot be combined with M or T")
@@ -214,4 +220,4 @@ def coord_transform(
             shift = np.repeat(shift, linear.shape[0])
     if shift.size != linear.shape[0]:
         raise ValueError(f"T must have {linear.shape[0]} values, got {shift.size}")
-    return (points @ linear.T + shift).astype(dtype)
+    return linear, shift

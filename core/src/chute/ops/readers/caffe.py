@@ -204,7 +204,7 @@ class CaffeReader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return int(args.get("image_available", True)) + int(args.get("label_available", True))
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -384,7 +384,7 @@ class Caffe2Reader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return (
             int(args.get("image_available", True))
             + int(args.get("label_type", 0) != NO_LABEL)

@@ -93,7 +93,7 @@ class COCOReader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return (
             3
             + 2 * bool(args.get("polygon_masks"))

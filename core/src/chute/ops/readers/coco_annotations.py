@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from chute.ops.readers.listed_records import bad_entry
+from chute.ops.segmentation.mask_kernels import polygon_mask, rle_decode
 
 PREPROCESSED_NAME = "chute_coco_annotations.json"  # chute's own format (see save_preprocessed)
 
@@ -210,79 +211,28 @@ def load_preprocessed(path: str) -> list[CocoSample]:
 
 
 # ---- pixelwise masks -------------------------------------------------------------------------
-def rle_counts(counts: Any) -> list[int]:
-    """The run lengths of a COCO RLE: a list of ints, or COCO's compressed string."""
-    if isinstance(counts, list):
-        return [int(c) for c in counts]
-    if not isinstance(counts, str):
-        raise ValueError(f"RLE counts must be a list or a string, got {type(counts).__name__}")
-    out: list[int] = []
-    p = 0
-    while p < len(counts):
-        x = k = 0
-        more = True
-        while more:
-            if p >= len(counts):
-                raise ValueError("truncated compressed RLE string")
-            c = ord(counts[p]) - 48
-            x |= (c & 0x1F) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and c & 0x10:
-                x |= -1 << (5 * k)
-        if len(out) > 2:
-            x += out[-2]
-        out.append(x)
-    return out
-
-
-def rle_decode(h: int, w: int, counts: Any) -> np.ndarray:
-    """A COCO RLE as a bool (h, w) mask (runs alternate 0 and 1, column-major)."""
-    flat = np.zeros(h * w, bool)
-    pos, value = 0, False
-    for run in rle_counts(counts):
-        if value:
-            flat[pos : pos + run] = True
-        pos += run
-        value = not value
-    return flat.reshape(w, h).T
-
-
-def polygon_mask(h: int, w: int, vertices: np.ndarray) -> np.ndarray:
-    """Pixels whose centre lies inside the polygon (even-odd rule), as a bool (h, w) mask."""
-    ys, xs = np.mgrid[0:h, 0:w]
-    px, py = xs + 0.5, ys + 0.5
-    inside = np.zeros((h, w), bool)
-    n = len(vertices)
-    for i in range(n):
-        x0, y0 = vertices[i]
-        x1, y1 = vertices[(i + 1) % n]
-        if y0 == y1:
-            continue
-        crosses = (py >= min(y0, y1)) & (py < max(y0, y1))
-        x_at = x0 + (py - y0) * (x1 - x0) / (y1 - y0)
-        inside ^= crosses & (px < x_at)
-    return inside
-
-
 def pixelwise_mask(sample: CocoSample) -> np.ndarray:
     """The int32 (H, W, 1) mask: each pixel the label of its object, 0 for background.
 
-    Objects are painted in ascending label order, so where objects of two classes
-    overlap the larger label shows.
+    Polygons are rasterized and RLEs decoded as COCO does (chute.ops.segmentation.mask_kernels);
+    the masks of one label are united and labels painted in ascending order, so where objects
+    of two classes overlap the larger label shows, as in DALI. Unlike DALI, a label with both
+    polygon and RLE objects (or several RLE objects) keeps all of them (DALI keeps only its
+    polygons, or its last RLE), and ``ratio`` does not shrink the masks (DALI rasterizes the
+    relative vertices then).
     """
     h, w = sample.height, sample.width
     per_label: dict[int, np.ndarray] = {}
+
+    def add(label: int, mask: np.ndarray) -> None:
+        per_label[label] = per_label[label] | mask if label in per_label else mask
+
     for obj, start, end in sample.polygons:
-        label = int(sample.labels[obj])
-        mask = polygon_mask(h, w, sample.pixel_vertices[start:end])
-        per_label[label] = per_label.get(label, np.zeros((h, w), bool)) | mask
+        add(int(sample.labels[obj]), polygon_mask(h, w, sample.pixel_vertices[start:end]))
     for obj, rh, rw, counts in sample.rles:
         if (rh, rw) != (h, w):
             raise ValueError(f"RLE mask of size {rh}x{rw} on an image of {h}x{w}")
-        label = int(sample.labels[obj])
-        per_label[label] = per_label.get(label, np.zeros((h, w), bool)) | rle_decode(h, w, counts)
+        add(int(sample.labels[obj]), rle_decode(h, w, counts))
     out = np.zeros((h, w, 1), np.int32)
     for label in sorted(per_label):
         out[per_label[label], 0] = label

@@ -115,7 +115,7 @@ class NemoAsrReader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return 1 + sum(
             bool(args.get(k, d))
             for k, d in (("read_sample_rate", True), ("read_text", True), ("read_idxs", False))

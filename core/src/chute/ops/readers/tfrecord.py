@@ -94,7 +94,7 @@ class TFRecordReader(Operator):
         names = list({**self.init_args, **kwargs}["features"])
         return dict(zip(names, outputs))
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return len(args["features"])
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:

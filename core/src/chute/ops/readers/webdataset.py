@@ -91,7 +91,7 @@ class WebdatasetReader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         ext = args["ext"]
         return 1 if isinstance(ext, str) else len(ext)
 

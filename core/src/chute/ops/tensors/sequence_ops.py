@@ -61,7 +61,7 @@ class ElementExtract(Operator):
         devices=("cpu", "gpu"),
     )
 
-    def num_outputs(self, args: Any) -> int:
+    def num_outputs(self, args: Any, num_inputs: int = 0) -> int:
         return len(args["element_map"])
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:

@@ -137,7 +137,7 @@ class VideoReader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return len(_output_names(args))
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
