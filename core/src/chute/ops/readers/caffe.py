@@ -22,8 +22,9 @@ from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.readers import protowire as pw
+from chute.ops.readers import storage
 from chute.ops.readers.file import READER_ARGS
-from chute.ops.readers.listed_records import (
+from chute.ops.readers.records import (
     RecordError,
     RecordSource,
     check_record_args,
@@ -93,6 +94,11 @@ class LmdbSource(RecordSource):
     def open_db(self, node: OpNode, pipeline: Any) -> None:
         lmdb = lmdb_module()
         self.path = node.arg("path")
+        if storage.is_url(self.path):
+            raise ValueError(
+                f"{node.label}: argument 'path': LMDB maps its database into memory, so it "
+                f"is read from a local folder, not {self.path!r} (copy it first)"
+            )
         if not os.path.exists(self.path):
             raise ValueError(f"{node.label}: argument 'path': no LMDB database at {self.path!r}")
         try:
@@ -104,7 +110,7 @@ class LmdbSource(RecordSource):
         self.txn = None
         self.start(
             node,
-            pipeline,
+            pipeline.batch_size,
             len(self.keys),
             [repr(k) for k in self.keys],
             on_error_of(node, pipeline),
@@ -113,7 +119,7 @@ class LmdbSource(RecordSource):
     def source_info(self, index: int) -> str:
         return f"{self.path}:{self.keys[index].decode('utf-8', 'backslashreplace')}"
 
-    def begin_batch(self) -> None:
+    def begin_batch(self, indices: list[int]) -> None:
         self.txn = self.env.begin(buffers=False)
 
     def end_batch(self) -> None:
