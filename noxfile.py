@@ -47,6 +47,11 @@ TEST_DEPS = [
     "soundfile>=0.12",
     "av>=12",
     "lmdb>=1.4",
+    # remote storage: fsspec + s3fs (aiohttp) as users install them, moto's S3 server for tests
+    "fsspec>=2024.2",
+    "s3fs>=2024.2",
+    "aiohttp>=3.9",
+    "moto[server]>=5",
 ]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
