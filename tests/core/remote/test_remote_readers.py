@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 
 import numpy as np
@@ -98,6 +97,23 @@ def _write_nemo(root):
     (root / "asr" / "manifest.json").write_text("\n".join(lines) + "\n")
 
 
+def _write_video(root):
+    """6 MJPEG frames of 32x16, frame i bright in columns 4i..4i+3 (where PyAV is installed)."""
+    try:
+        import av
+    except ImportError:
+        return
+    (root / "video").mkdir()
+    with av.open(str(root / "video" / "v.mkv"), "w") as out:
+        stream = out.add_stream("mjpeg", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 32, 16, "yuvj420p"
+        for i in range(6):
+            frame = np.zeros((16, 32, 3), np.uint8)
+            frame[:, 4 * i : 4 * i + 4] = 255
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("remote_data")
@@ -111,6 +127,7 @@ def data(tmp_path_factory):
     ):
         write(root)
     _write_nemo(root)
+    _write_video(root)
     return root
 
 
@@ -281,6 +298,21 @@ def test_nemo_asr_reader(base):
             audio, ((np.arange(50) * 11 + 1000 * i) % 3000).astype(np.int16)
         )
         assert text.tobytes() == f"t{i}".encode()
+
+
+def test_video_reader(base):
+    pytest.importorskip("av")
+    rows = run(
+        fn.readers.video,
+        2,
+        filenames=[f"{base}/video/v.mkv"],
+        sequence_length=3,
+        enable_frame_num=True,
+    )
+    for video, first in rows:
+        bright = [int(np.argmax(f[8, :, 0])) // 4 for f in video]
+        assert bright == [int(first[0]) + k for k in range(3)]
+    assert [int(f[0]) for _, f in rows] == [0, 3]
 
 
 def test_io_file_read_takes_urls(http):

@@ -29,7 +29,7 @@ from chute.ops.noise import noise_ops  # noqa: F401
 from chute.ops.readers import caffe, coco, file, mxnet, nemo_asr, numpy_reader, tfrecord, webdataset  # noqa: F401  # noqa: F401
 from chute.ops.reductions import reduction_ops  # noqa: F401
 from chute.ops.tensors import constant_ops, sequence_ops, shape_ops  # noqa: F401
-from chute.ops.video import decoder, reader  # noqa: F401
+from chute.ops.video import decoder, reader, resize_reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate
 
 __all__ = populate(sys.modules[__name__], ops_entries())
