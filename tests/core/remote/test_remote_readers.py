@@ -97,6 +97,23 @@ def _write_nemo(root):
     (root / "asr" / "manifest.json").write_text("\n".join(lines) + "\n")
 
 
+def _write_frames_and_fits(root):
+    from PIL import Image
+
+    for s, n in enumerate([3, 2]):
+        (root / "seq" / f"s{s}").mkdir(parents=True)
+        for i in range(n):
+            pixel = np.full((2, 3, 3), 10 * s + i, np.uint8)
+            Image.fromarray(pixel).save(root / "seq" / f"s{s}" / f"{i:03d}.png")
+    (root / "fits").mkdir()
+    for i in range(2):
+        cards = [f"SIMPLE  = {'T':>20}", f"BITPIX  = {16:>20}", f"NAXIS   = {1:>20}"]
+        cards += [f"NAXIS1  = {3:>20}", "END"]
+        header = "".join(c.ljust(80) for c in cards).encode().ljust(2880)
+        data = (np.arange(3) + 100 * i).astype(">i2").tobytes().ljust(2880, b"\0")
+        (root / "fits" / f"{i}.fits").write_bytes(header + data)
+
+
 def _write_video(root):
     """6 MJPEG frames of 32x16, frame i bright in columns 4i..4i+3 (where PyAV is installed)."""
     try:
@@ -128,6 +145,7 @@ def data(tmp_path_factory):
         write(root)
     _write_nemo(root)
     _write_video(root)
+    _write_frames_and_fits(root)
     return root
 
 
@@ -313,6 +331,27 @@ def test_video_reader(base):
         bright = [int(np.argmax(f[8, :, 0])) // 4 for f in video]
         assert bright == [int(first[0]) + k for k in range(3)]
     assert [int(f[0]) for _, f in rows] == [0, 3]
+
+
+def test_sequence_reader(base):
+    if base.startswith("http"):
+        pytest.skip("sequence lists folders: local and S3")
+    rows = run(fn.readers.sequence, 3, file_root=f"{base}/seq", sequence_length=2)
+    assert [[int(f[0, 0, 0]) for f in r[0]] for r in rows] == [[0, 1], [1, 2], [10, 11]]
+
+
+def test_fits_reader(base):
+    if base.startswith("http"):
+        rows = run(
+            fn.experimental.readers.fits,
+            2,
+            file_root=base,
+            files=["fits/0.fits", "fits/1.fits"],
+            hdu_indices=[1],
+        )
+    else:
+        rows = run(fn.experimental.readers.fits, 2, file_root=f"{base}/fits", hdu_indices=[1])
+    assert [r[0].tolist() for r in rows] == [[0, 1, 2], [100, 101, 102]]
 
 
 def test_io_file_read_takes_urls(http):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,7 @@ from chute.graph.spec import Spec
 from chute.ops.readers import storage
 from chute.ops.readers.npy_format import NpyHeader, parse_header, read_array, roi_window
 from chute.ops.readers.ranges import RANGE_ARGS, RangeSource, Record
-from chute.ops.readers.records import check_record_args
+from chute.ops.readers.records import check_record_args, list_filtered_files
 from chute.runtime.operator import Operator
 from chute.runtime.registry import register
 
@@ -119,7 +118,7 @@ class NumpyReader(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         # the first file's header says the type; a file that differs fails where it is read
         try:
-            path = list_numpy_files(node)[0]
+            path = list_filtered_files(node)[0]
             with storage.open_binary(path, block_size=1 << 16) as f:
                 header = parse_header(lambda offset, size: (f.seek(offset), f.read(size))[1])
         except (OSError, ValueError, IndexError):
@@ -127,38 +126,9 @@ class NumpyReader(Operator):
         return [Spec(header.dtype.newbyteorder("="), len(header.shape), None)]
 
     def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> NumpySource:
-        files = list_numpy_files(node)
+        files = list_filtered_files(node)
         on_error = node.args.get("on_error") or pipeline.on_error
         return NumpySource(node, files, pipeline.batch_size, on_error)
-
-
-def list_numpy_files(node: OpNode) -> list[str]:
-    """The reader's files, in a stable order."""
-    root, label = node.arg("file_root"), node.label
-    if node.arg("files") is not None:
-        files = [storage.join(root, f) for f in node.arg("files")]
-    elif node.arg("file_list") is not None:
-        listing = node.arg("file_list")
-        base = root if root is not None else storage.dirname(listing)
-        try:
-            names = [line.strip() for line in storage.read_text(listing).splitlines()]
-        except OSError as exc:
-            raise ValueError(f"{label}: cannot read file_list {listing!r}: {exc}") from None
-        files = [storage.join(base, n) for n in names if n and not n.startswith("#")]
-    else:
-        if not storage.isdir(root):
-            raise ValueError(f"{label}: file_root {root!r} is not a folder")
-        pattern = node.arg("file_filter")
-        files = [
-            storage.join(root, rel)
-            for rel in storage.walk_files(root)
-            if fnmatch.fnmatchcase(storage.basename(rel), pattern)
-        ]
-    if not files:
-        raise ValueError(
-            f"{label}: no files found (file_root={root!r}, file_filter={node.arg('file_filter')!r})"
-        )
-    return files
 
 
 class NumpySource(RangeSource):

@@ -13,6 +13,7 @@ byte ranges of files build on :class:`chute.ops.readers.ranges.RangeSource`.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ __all__ = [
     "bad_entry",
     "cache_dir",
     "check_record_args",
+    "list_filtered_files",
     "on_error_of",
 ]
 
@@ -119,6 +121,39 @@ def cache_dir(kind: str) -> str | None:
     return path if os.access(path, os.W_OK) else None
 
 
+def list_filtered_files(node: OpNode) -> list[str]:
+    """The files of a reader with file_root + file_filter, file_list or files, in a stable order.
+
+    ``files`` are relative to ``file_root`` where given; ``file_list`` is a text file of
+    paths, one a line, relative to ``file_root`` or else to the list's folder.
+    """
+    root, label = node.arg("file_root"), node.label
+    if node.arg("files") is not None:
+        files = [storage.join(root, f) for f in node.arg("files")]
+    elif node.arg("file_list") is not None:
+        listing = node.arg("file_list")
+        base = root if root is not None else storage.dirname(listing)
+        try:
+            names = [line.strip() for line in storage.read_text(listing).splitlines()]
+        except OSError as exc:
+            raise ValueError(f"{label}: cannot read file_list {listing!r}: {exc}") from None
+        files = [storage.join(base, n) for n in names if n and not n.startswith("#")]
+    else:
+        if not storage.isdir(root):
+            raise ValueError(f"{label}: file_root {root!r} is not a folder")
+        pattern = node.arg("file_filter")
+        files = [
+            storage.join(root, rel)
+            for rel in storage.walk_files(root)
+            if fnmatch.fnmatchcase(storage.basename(rel), pattern)
+        ]
+    if not files:
+        raise ValueError(
+            f"{label}: no files found (file_root={root!r}, file_filter={node.arg('file_filter')!r})"
+        )
+    return files
+
+
 class FileCache:
     """Whole files of one batch: remote ones fetched together, local ones read when asked."""
 
@@ -160,6 +195,9 @@ class RecordSource(ShardedSource):
     """
 
     on_error = "raise"
+    # a chute.runtime.workers.WorkerPool where reading decodes (sequence, fits): the
+    # records of a batch are read on its threads (``read`` must be thread-safe then)
+    pool: Any = None
 
     def start(
         self, node: OpNode, batch_size: int, size: int, names: list[str], on_error: str
@@ -187,24 +225,32 @@ class RecordSource(ShardedSource):
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(self.source_info)
-        columns: list[list[Any]] | None = None
+        rows: list[list[Any] | None] = [None] * len(slots)
+
+        def work(k: int) -> None:
+            try:
+                rows[k] = self.read(slots[k].index)
+            except (OSError, ValueError) as exc:
+                if self.on_error == "raise":
+                    raise
+                meta[k]["error"] = (self.node.label, exc)
+                rows[k] = self.empty()
+
         self.begin_batch([s.index for s in slots])
         try:
-            for slot, m in zip(slots, meta):
-                try:
-                    values = self.read(slot.index)
-                except (OSError, ValueError) as exc:
-                    if self.on_error == "raise":
-                        raise
-                    m["error"] = (self.node.label, exc)
-                    values = self.empty()
-                if columns is None:
-                    columns = [[] for _ in values]
-                for column, value in zip(columns, values):
-                    column.append(value)
+            if self.pool is None:
+                for k in range(len(slots)):
+                    work(k)
+            else:
+                failures = self.pool.run(work, len(slots))
+                if failures:
+                    raise failures[0][1]
         finally:
             self.end_batch()
-        return columns or [], meta
+        columns: list[list[Any]] = [list(c) for c in zip(*rows)] if rows else []
+        return columns, meta
 
     def close(self) -> None:
         """Release files and connections (the pipeline closes its sources)."""
+        if self.pool is not None:
+            self.pool.close()
