@@ -454,3 +454,12 @@ def test_resume_mid_epoch_over_s3(s3):
     for i in (reference, it, resumed):
         for p in i.pipelines:
             p.close()
+
+
+def test_missing_archive_and_folder_are_named(http, s3):
+    with pytest.raises(OSError, match=r"readers\.webdataset.*/wds/gone\.tar"):
+        run(fn.readers.webdataset, 1, paths=f"{http.url}/wds/gone.tar", ext="jpg")
+    with pytest.raises(
+        ValueError, match=r"file_root 's3://chute-data/set/nothing' is not a folder"
+    ):
+        run(fn.readers.file, 1, file_root=f"{s3}/nothing")

@@ -190,7 +190,7 @@ def list_samples(node: OpNode, paths: list[str]) -> list[Record]:
                 where = f"archive {path!r} sample "
         except OSError as exc:
             raise OSError(
-                f"{label}: cannot read {exc.filename or path!r}: {exc.strerror}"
+                f"{label}: cannot read {exc.filename or path!r}: {exc.strerror or exc}"
             ) from None
         except ValueError as exc:
             raise ValueError(f"{label}: {exc}") from None
