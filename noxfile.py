@@ -47,6 +47,12 @@ TEST_DEPS = [
     "av>=12",
     "lmdb>=1.4",
     "pycocotools>=2.0",  # reference for COCO's RLE and polygon masks (tests only)
+    # remote storage: fsspec + s3fs (aiohttp) as users install them, moto's S3 server for tests
+    "fsspec>=2024.2",
+    "s3fs>=2024.2",
+    "aiohttp>=3.9",
+    "moto[server]>=5",
+    "astropy>=5",  # tile-compressed FITS images (fn.experimental.readers.fits)
 ]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]

@@ -1,11 +1,11 @@
-"""chute.ops.readers.records.FileRanges: mapped, read and O_DIRECT reads give the same bytes."""
+"""chute.ops.readers.ranges.FileRanges: mapped, read and O_DIRECT reads give the same bytes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from chute.ops.readers.records import FileRanges
+from chute.ops.readers.ranges import FileRanges
 
 
 @pytest.mark.parametrize("mode", ["read", "mmap", "o_direct"])

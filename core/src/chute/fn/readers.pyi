@@ -7,7 +7,7 @@ from typing import Any, Literal
 from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
-from chute.types import ImageType, OnError
+from chute.types import ImageType, InterpType, OnError
 
 def caffe(
     *,
@@ -82,6 +82,7 @@ def coco(
     save_preprocessed_annotations: bool = ...,
     save_preprocessed_annotations_dir: str = ...,
     shuffle_after_epoch: bool = ...,
+    shuffle_after_epoch_seed: int | None = ...,
     random_shuffle: bool = ...,
     initial_fill: int = ...,
     shard_id: int = ...,
@@ -137,6 +138,7 @@ def mxnet(
     path: Sequence[str],
     index_path: Sequence[str],
     shuffle_after_epoch: bool = ...,
+    shuffle_after_epoch_seed: int | None = ...,
     random_shuffle: bool = ...,
     initial_fill: int = ...,
     shard_id: int = ...,
@@ -171,6 +173,7 @@ def nemo_asr(
     read_text: bool = ...,
     read_idxs: bool = ...,
     shuffle_after_epoch: bool = ...,
+    shuffle_after_epoch_seed: int | None = ...,
     random_shuffle: bool = ...,
     initial_fill: int = ...,
     shard_id: int = ...,
@@ -232,6 +235,34 @@ def numpy(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Reads arrays from NumPy .npy files (every number and bool dtype, C or Fortran order)."""
+
+def sequence(
+    *,
+    file_root: str,
+    sequence_length: int,
+    step: int = ...,
+    stride: int = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    random_shuffle: bool = ...,
+    initial_fill: int = ...,
+    shard_id: int = ...,
+    num_shards: int = ...,
+    stick_to_shard: bool = ...,
+    pad_last_batch: bool = ...,
+    read_ahead: bool = ...,
+    dont_use_mmap: bool | None = ...,
+    lazy_init: bool = ...,
+    prefetch_queue_depth: int = ...,
+    skip_cached_images: bool = ...,
+    tensor_init_bytes: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Reads sequences of frames (FHWC uint8) from a folder of streams of image files."""
 
 def tfrecord(
     *,
@@ -299,6 +330,62 @@ def video(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> Any:
     """Reads sequences of frames (FHWC uint8) from video files, with labels and frame numbers."""
+
+def video_resize(
+    *,
+    filenames: Sequence[str] | None = ...,
+    labels: int | Sequence[int] | NDArray[Any] | None = ...,
+    file_root: str | None = ...,
+    file_list: str | None = ...,
+    file_list_format: Literal["frames", "timestamps"] = ...,
+    file_list_include_end: bool = ...,
+    sequence_length: int,
+    step: int = ...,
+    stride: int = ...,
+    pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
+    fill_value: int | Sequence[int] | NDArray[Any] = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    enable_frame_num: bool = ...,
+    enable_timestamps: bool = ...,
+    random_shuffle: bool = ...,
+    initial_fill: int = ...,
+    shard_id: int = ...,
+    num_shards: int = ...,
+    stick_to_shard: bool = ...,
+    pad_last_batch: bool = ...,
+    read_ahead: bool = ...,
+    dont_use_mmap: bool | None = ...,
+    lazy_init: bool = ...,
+    prefetch_queue_depth: int = ...,
+    skip_cached_images: bool = ...,
+    tensor_init_bytes: int = ...,
+    resize_x: float | None = ...,
+    resize_y: float | None = ...,
+    size: float | Sequence[float] | NDArray[Any] | None = ...,
+    resize_shorter: float | None = ...,
+    resize_longer: float | None = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    subpixel_scale: bool = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | None = ...,
+    roi_relative: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType = ...,
+    min_filter: str | None = ...,
+    mag_filter: str | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    resize_z: float | None = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> Any:
+    """Reads sequences of frames from video files and resizes every frame (FHWC)."""
 
 def webdataset(
     *,

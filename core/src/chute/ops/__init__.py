@@ -41,11 +41,22 @@ from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
 from chute.ops.noise import noise_ops  # noqa: F401
-from chute.ops.readers import caffe, coco, file, mxnet, nemo_asr, numpy_reader, tfrecord, webdataset  # noqa: F401  # noqa: F401
+from chute.ops.readers import (  # noqa: F401
+    caffe,
+    coco,
+    file,
+    fits,
+    mxnet,
+    nemo_asr,
+    numpy_reader,
+    sequence,
+    tfrecord,
+    webdataset,
+)
 from chute.ops.reductions import reduction_ops  # noqa: F401
 from chute.ops.segmentation import segmentation_ops  # noqa: F401
 from chute.ops.tensors import constant_ops, sequence_ops, shape_ops  # noqa: F401
-from chute.ops.video import decoder, reader  # noqa: F401
+from chute.ops.video import decoder, reader, resize_reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate
 
 __all__ = populate(sys.modules[__name__], ops_entries())

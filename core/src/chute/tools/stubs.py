@@ -76,6 +76,7 @@ _IMPORTS = {
     "OnError": "chute.types",
 }
 _SECTIONS = ("collections.abc", "typing"), ("numpy.typing",), ("chute.",)
+_ALIASABLE = {"Sequence"}  # generics an operator may be named after (ops.readers.Sequence)
 
 
 def arg_type(arg: Arg) -> str:
@@ -213,19 +214,35 @@ def _module_text(package: str, namespace: str, names: dict[str, Any], kind: str)
     full = f"{package}.{namespace}" if namespace else package
     body: list[str] = []
     children = sorted(n for n, v in names.items() if v is None)
+    # an operator named like a generic the annotations use (ops.readers.Sequence): the
+    # annotations take the generic under an alias (_Sequence[int])
+    shadowed = {n for n, v in names.items() if v is not None and n in _IMPORTS}
+    if shadowed - _ALIASABLE:
+        raise ValueError(
+            f"{full}.{sorted(shadowed - _ALIASABLE)[0]} shadows the name a stub imports "
+            "for annotations"
+        )
     for name, value in sorted(names.items()):
         if value is None:
             continue
-        if name in _IMPORTS:
-            raise ValueError(f"{full}.{name} shadows the name a stub imports for annotations")
         body.append(_fn_stub(name, value) if kind == "fn" else _ops_stub(name, value))
     code = "\n".join(body)
-    used = sorted(n for n in _IMPORTS if re.search(rf"\b{n}\b", code))
+    for name in shadowed:
+        code = re.sub(rf"\b{name}\[", f"_{name}[", code)
+    body = [code] if body else []
+
+    def imported(n: str) -> str:
+        return f"{n} as _{n}" if n in shadowed else n
+
+    used = sorted(
+        n for n in _IMPORTS if re.search(rf"\b_{n}\[" if n in shadowed else rf"\b{n}\b", code)
+    )
     blocks = []
     for section in _SECTIONS:
         modules = sorted({_IMPORTS[n] for n in used if _IMPORTS[n].startswith(section)})
         lines = [
-            f"from {m} import {', '.join(n for n in used if _IMPORTS[n] == m)}" for m in modules
+            f"from {m} import {', '.join(imported(n) for n in used if _IMPORTS[n] == m)}"
+            for m in modules
         ]
         if section == ("chute.",):
             lines += [f"from {full} import {c} as {c}" for c in children]

@@ -19,7 +19,13 @@ from chute.ops.geometry._op_common import DTYPE, check_image, interp_arg
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.registry import register
 
-__all__ = ["RandomResizedCrop", "Resize", "ResizeCropMirror"]
+__all__ = [
+    "RESIZE_ARGS",
+    "RandomResizedCrop",
+    "Resize",
+    "ResizeCropMirror",
+    "check_resize_args",
+]
 
 _SIZE_WAYS = ("resize_x", "resize_y", "size", "resize_shorter", "resize_longer")
 
@@ -114,6 +120,15 @@ def _check_size_ways(name: str, args: dict, arg_inputs: dict) -> None:
         )
 
 
+def check_resize_args(name: str, args: dict, arg_inputs: dict) -> None:
+    """fn.resize's trace-time checks (one way to give the size, ROI pairs, dtype), for others."""
+    _check_size_ways(name, args, arg_inputs)
+    if ("roi_start" in args or "roi_start" in arg_inputs) != (
+        "roi_end" in args or "roi_end" in arg_inputs
+    ):
+        raise ValueError(f"{name}: roi_start and roi_end must be given together")
+
+
 class _ResizeBase(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         spec = inputs[0]
@@ -153,11 +168,7 @@ class Resize(_ResizeBase):
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
-        _check_size_ways(self.schema.display_name, args, arg_inputs)
-        if ("roi_start" in args or "roi_start" in arg_inputs) != (
-            "roi_end" in args or "roi_end" in arg_inputs
-        ):
-            raise ValueError("fn.resize: roi_start and roi_end must be given together")
+        check_resize_args(self.schema.display_name, args, arg_inputs)
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
         window = getattr(inputs[0], "roi_window", None)
@@ -315,3 +326,7 @@ def fixed_output_size(node: OpNode, source: OpNode) -> tuple[int, int] | None:
     if height is None or width is None or height <= 0 or width <= 0:
         return None  # one extent follows the input's aspect ratio, or a flip
     return round(height), round(width)
+
+
+# fn.resize's arguments, for operators that resize what they produce (readers.video_resize)
+RESIZE_ARGS = Resize.schema.args

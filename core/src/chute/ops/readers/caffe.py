@@ -12,7 +12,6 @@ float_data 3, int32_data 4, byte_data 5, string_data 6, int64_data 10). Needs th
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 import numpy as np
@@ -22,8 +21,10 @@ from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.readers import protowire as pw
+from chute.ops.readers import storage
 from chute.ops.readers.file import READER_ARGS
-from chute.ops.readers.listed_records import (
+from chute.ops.readers.lmdb_env import close_env, lmdb_module, open_env
+from chute.ops.readers.records import (
     RecordError,
     RecordSource,
     check_record_args,
@@ -39,60 +40,17 @@ SINGLE_LABEL, MULTI_LABEL_SPARSE, MULTI_LABEL_DENSE, MULTI_LABEL_WEIGHTED_SPARSE
 FLOAT, INT32, BYTE, STRING, INT64 = 1, 2, 3, 4, 10
 
 
-def lmdb_module() -> Any:
-    """The ``lmdb`` module, or an ImportError that names the extra to install."""
-    try:
-        import lmdb
-    except ImportError as exc:
-        raise ImportError(
-            "fn.readers.caffe and fn.readers.caffe2 need the 'lmdb' package: "
-            "pip install 'chute[lmdb]'"
-        ) from exc
-    return lmdb
-
-
-_ENVS: dict[str, list[Any]] = {}  # real path -> [environment, users]: lmdb opens each once
-_ENVS_LOCK = threading.Lock()
-
-
-def open_env(path: str) -> Any:
-    """The read-only LMDB environment at ``path``, shared by every reader of this process."""
-    lmdb = lmdb_module()
-    key = os.path.realpath(path)
-    with _ENVS_LOCK:
-        entry = _ENVS.get(key)
-        if entry is None:
-            env = lmdb.open(
-                path,
-                readonly=True,
-                lock=False,
-                readahead=False,
-                subdir=os.path.isdir(path),
-                max_readers=512,
-            )
-            entry = _ENVS[key] = [env, 0]
-        entry[1] += 1
-        return entry[0]
-
-
-def close_env(path: str) -> None:
-    """One reader is done with the environment; the last one closes it."""
-    key = os.path.realpath(path)
-    with _ENVS_LOCK:
-        entry = _ENVS.get(key)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:
-                entry[0].close()
-                del _ENVS[key]
-
-
 class LmdbSource(RecordSource):
     """The keys of an LMDB database and one read transaction per batch."""
 
     def open_db(self, node: OpNode, pipeline: Any) -> None:
         lmdb = lmdb_module()
         self.path = node.arg("path")
+        if storage.is_url(self.path):
+            raise ValueError(
+                f"{node.label}: argument 'path': LMDB maps its database into memory, so it "
+                f"is read from a local folder, not {self.path!r} (copy it first)"
+            )
         if not os.path.exists(self.path):
             raise ValueError(f"{node.label}: argument 'path': no LMDB database at {self.path!r}")
         try:
@@ -104,7 +62,7 @@ class LmdbSource(RecordSource):
         self.txn = None
         self.start(
             node,
-            pipeline,
+            pipeline.batch_size,
             len(self.keys),
             [repr(k) for k in self.keys],
             on_error_of(node, pipeline),
@@ -113,7 +71,7 @@ class LmdbSource(RecordSource):
     def source_info(self, index: int) -> str:
         return f"{self.path}:{self.keys[index].decode('utf-8', 'backslashreplace')}"
 
-    def begin_batch(self) -> None:
+    def begin_batch(self, indices: list[int]) -> None:
         self.txn = self.env.begin(buffers=False)
 
     def end_batch(self) -> None:

@@ -11,6 +11,7 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.readers import storage
 from chute.ops.readers.coco_annotations import (
     PREPROCESSED_NAME,
     CocoSample,
@@ -19,9 +20,10 @@ from chute.ops.readers.coco_annotations import (
     pixelwise_mask,
     save_preprocessed,
 )
-from chute.ops.readers.file import READER_ARGS, read_file
-from chute.ops.readers.listed_records import (
+from chute.ops.readers.file import READER_ARGS
+from chute.ops.readers.records import (
     SHUFFLE_AFTER_EPOCH,
+    FileCache,
     RecordSource,
     check_record_args,
     on_error_of,
@@ -88,7 +90,7 @@ class COCOReader(Operator):
                 "Folder to save the preprocessed annotations in.",
                 "str",
             ),
-            SHUFFLE_AFTER_EPOCH,
+            *SHUFFLE_AFTER_EPOCH,
             *READER_ARGS,
         ),
     )
@@ -146,11 +148,11 @@ class CocoSource(RecordSource):
         self.polygons = node.arg("polygon_masks")
         self.pixelwise = node.arg("pixelwise_masks")
         self.ids = node.arg("image_ids")
-        self.use_mmap = node.arg("dont_use_mmap") is False
+        self.files = FileCache(use_mmap=node.arg("dont_use_mmap") is False)
         pre = node.arg("preprocessed_annotations")
         try:
             if pre:
-                self.samples = load_preprocessed(os.path.join(pre, PREPROCESSED_NAME))
+                self.samples = load_preprocessed(storage.join(pre, PREPROCESSED_NAME))
             else:
                 self.samples = parse_coco(
                     node.arg("annotations_file"),
@@ -171,19 +173,23 @@ class CocoSource(RecordSource):
             os.makedirs(folder, exist_ok=True)
             save_preprocessed(self.samples, os.path.join(folder, PREPROCESSED_NAME))
         root = node.arg("file_root")
-        self.paths = [
-            os.path.join(root, s.file_name) if root else s.file_name for s in self.samples
-        ]
+        self.paths = [storage.join(root, s.file_name) for s in self.samples]
         names = [s.file_name for s in self.samples]
-        self.start(node, pipeline, len(self.samples), names, on_error)
+        self.start(node, pipeline.batch_size, len(self.samples), names, on_error)
 
     def source_info(self, index: int) -> str:
         return self.paths[index]
 
+    def begin_batch(self, indices: list[int]) -> None:
+        self.files.fetch([self.paths[i] for i in indices])
+
+    def end_batch(self) -> None:
+        self.files.clear()
+
     def read(self, index: int) -> list[Any]:
         sample: CocoSample = self.samples[index]
         out: list[Any] = [
-            read_file(self.paths[index], self.use_mmap),
+            self.files.read(self.paths[index]),
             sample.boxes.copy(),
             sample.labels.copy(),
         ]

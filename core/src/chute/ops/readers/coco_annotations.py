@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from chute.ops.readers.listed_records import bad_entry
+from chute.ops.readers import storage
+from chute.ops.readers.records import bad_entry
 from chute.ops.segmentation.mask_kernels import polygon_mask, rle_decode
 
 PREPROCESSED_NAME = "chute_coco_annotations.json"  # chute's own format (see save_preprocessed)
@@ -53,10 +54,10 @@ def parse_coco(
 ) -> list[CocoSample]:
     """The samples of a COCO instances file (see the module docstring)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = json.loads(storage.read_bytes(path))
     except OSError as exc:
-        raise ValueError(f"cannot read annotations_file {path!r}: {exc.strerror}") from None
+        reason = exc.strerror or exc
+        raise ValueError(f"cannot read annotations_file {path!r}: {reason}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"annotations_file {path!r}: invalid JSON at line {exc.lineno} column {exc.colno}: "
@@ -187,8 +188,7 @@ def save_preprocessed(samples: list[CocoSample], path: str) -> None:
 def load_preprocessed(path: str) -> list[CocoSample]:
     """The samples :func:`save_preprocessed` wrote."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = json.loads(storage.read_bytes(path))
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"cannot read preprocessed annotations {path!r}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != "chute-coco-1":

@@ -14,6 +14,7 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, FusionPlan, Hint, NodeHints, ReadInProcesses
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.readers import storage
 from chute.ops.readers.read_processes import ReadProcesses
 from chute.ops.readers.sharding import ShardedSource
 from chute.runtime import native, output_pool
@@ -199,7 +200,7 @@ def list_files(node: OpNode) -> tuple[list[str], list[int]]:
     root = node.arg("file_root")
     label = node.label
     if node.arg("files") is not None:
-        files = [os.path.join(root, f) if root else f for f in node.arg("files")]
+        files = [storage.join(root, f) for f in node.arg("files")]
         labels = list(node.arg("labels") or range(len(files)))
     elif node.arg("file_list") is not None:
         files, labels = _read_file_list(node.arg("file_list"), root, label)
@@ -216,10 +217,10 @@ def list_files(node: OpNode) -> tuple[list[str], list[int]]:
 
 def _read_file_list(path: str, root: str | None, label: str) -> tuple[list[str], list[int]]:
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = storage.read_text(path).splitlines()
     except OSError as exc:
-        raise ValueError(f"{label}: cannot read file_list {path!r}: {exc.strerror}") from None
+        reason = exc.strerror or exc
+        raise ValueError(f"{label}: cannot read file_list {path!r}: {reason}") from None
     files, labels = [], []
     for number, line in enumerate(lines, 1):
         line = line.strip()
@@ -234,26 +235,25 @@ def _read_file_list(path: str, root: str | None, label: str) -> tuple[list[str],
             raise ValueError(
                 f"{label}: file_list {path!r} line {number}: label {lab!r} is not an integer"
             ) from None
-        files.append(os.path.join(root, name.strip()) if root else name.strip())
+        files.append(storage.join(root, name.strip()))
     return files, labels
 
 
 def _scan_root(
     root: str, filters: tuple, case_sensitive: bool, label: str
 ) -> tuple[list[str], list[int]]:
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         raise ValueError(f"{label}: file_root {root!r} is not a folder")
-    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
     patterns = filters if case_sensitive else tuple(p.lower() for p in filters)
     files, labels = [], []
-    for index, cls in enumerate(classes):
-        for dirpath, dirnames, names in os.walk(os.path.join(root, cls)):
-            dirnames.sort()
-            for name in sorted(names):
-                key = name if case_sensitive else name.lower()
-                if any(fnmatch.fnmatchcase(key, p) for p in patterns):
-                    files.append(os.path.join(dirpath, name))
-                    labels.append(index)
+    for index, cls in enumerate(storage.list_dirs(root)):
+        folder = storage.join(root, cls)
+        for rel in storage.walk_files(folder):
+            name = storage.basename(rel)
+            key = name if case_sensitive else name.lower()
+            if any(fnmatch.fnmatchcase(key, p) for p in patterns):
+                files.append(storage.join(folder, rel))
+                labels.append(index)
     return files, labels
 
 
@@ -274,14 +274,14 @@ class FileSource(ShardedSource):
         # helper processes reading the files, see FileReader.fusion_hints
         self.processes = None
         processes = current_tuning().read_processes  # opened at build: the pipeline's Tuning
-        if read_in_processes and processes:
+        if read_in_processes and processes and not any(map(storage.is_url, files)):
             self.processes = ReadProcesses(processes) if ReadProcesses.available() else None
         self.files = files
         self.labels = np.asarray(labels, np.int32)
         # The default shuffle seed hashes the names relative to file_root, so the
         # order is the same wherever the dataset is mounted (on every rank, every run).
         root = node.arg("file_root")
-        names = [os.path.relpath(f, root) for f in files] if root else files
+        names = [storage.relpath(f, root) for f in files] if root else files
         self.init_plan(node, len(files), batch_size, names)
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
@@ -312,6 +312,17 @@ def read_files(paths: list[str], use_mmap: bool = False) -> list[np.ndarray | st
     decoding threads each take of the GIL waits its turn), into recycled memory
     (output_pool: fresh memory cost the reader ~20 page faults, ~35 us, per 98 KiB file).
     """
+    remote = [k for k, p in enumerate(paths) if storage.is_url(p)]
+    if remote:  # fetched together (storage.read_many), the local ones read as usual
+        fetched = storage.read_many([paths[k] for k in remote])
+        local = [k for k in range(len(paths)) if k not in set(remote)]
+        read = read_files([paths[k] for k in local], use_mmap) if local else []
+        out: list[np.ndarray | str] = [""] * len(paths)
+        for k, item in zip(remote, fetched):
+            out[k] = str(item) if isinstance(item, OSError) else np.frombuffer(item, np.uint8)
+        for k, item in zip(local, read):
+            out[k] = item
+        return out
     native = None if use_mmap else _native_read
     results = native(paths, _buffer) if native is not None else [None] * len(paths)
     data: list[np.ndarray | str] = []
@@ -361,6 +372,8 @@ def read_file(path: str, use_mmap: bool = False) -> np.ndarray:
     measured the same, bench/results/gpu_h200_probe_*). A file truncated while mapped
     raises SIGBUS where it is read, as in DALI.
     """
+    if storage.is_url(path):
+        return np.frombuffer(storage.read_bytes(path), np.uint8)
     try:
         # os-level calls: open, fstat, read, close (Python's open() makes ten system calls)
         fd = os.open(path, _OPEN_FLAGS)

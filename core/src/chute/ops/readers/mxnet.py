@@ -12,7 +12,6 @@ float32 labels when ``flag`` > 0, then the encoded image. The ``.idx`` file has 
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Any
 
@@ -22,8 +21,10 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.readers import storage
 from chute.ops.readers.file import READER_ARGS
-from chute.ops.readers.listed_records import (
+from chute.ops.readers.ranges import FileRanges
+from chute.ops.readers.records import (
     SHUFFLE_AFTER_EPOCH,
     RecordError,
     RecordSource,
@@ -126,7 +127,7 @@ class MXNetReader(Operator):
                 "A list of one index (.idx) file.",
                 per_sample=False,
             ),
-            SHUFFLE_AFTER_EPOCH,
+            *SHUFFLE_AFTER_EPOCH,
             *READER_ARGS,
         ),
     )
@@ -148,10 +149,9 @@ class MXNetReader(Operator):
 def read_index(path: str, label: str) -> list[int]:
     """The record offsets of an ``.idx`` file, in file order (sorted by offset)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = storage.read_text(path).splitlines()
     except OSError as exc:
-        raise ValueError(f"{label}: cannot read index {path!r}: {exc.strerror}") from None
+        raise ValueError(f"{label}: cannot read index {path!r}: {exc.strerror or exc}") from None
     offsets = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -177,9 +177,11 @@ class RecordIOSource(RecordSource):
         self.sizes = []
         for f in self.files:
             try:
-                self.sizes.append(os.path.getsize(f))
+                self.sizes.append(storage.size(f))
             except OSError as exc:
-                raise ValueError(f"{node.label}: cannot read {f!r}: {exc.strerror}") from None
+                raise ValueError(
+                    f"{node.label}: cannot read {f!r}: {exc.strerror or exc}"
+                ) from None
         self.starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
         self.offsets = read_index(index, node.label)
         total = int(self.starts[-1])
@@ -189,9 +191,9 @@ class RecordIOSource(RecordSource):
             )
         ends = [*self.offsets[1:], total]
         self.lengths = [e - o for o, e in zip(self.offsets, ends)]
-        self.fds: dict[int, int] = {}
-        names = [f"{os.path.basename(index)}@{o}" for o in self.offsets]
-        self.start(node, pipeline, len(self.offsets), names, on_error_of(node, pipeline))
+        self.ranges = FileRanges(self.files)
+        names = [f"{storage.basename(index)}@{o}" for o in self.offsets]
+        self.start(node, pipeline.batch_size, len(self.offsets), names, on_error_of(node, pipeline))
 
     def locate(self, index: int) -> tuple[int, int]:
         """(file number, offset in that file) of record ``index``."""
@@ -203,17 +205,26 @@ class RecordIOSource(RecordSource):
         k, offset = self.locate(index)
         return f"{self.files[k]}@{offset}"
 
+    def length(self, index: int) -> int:
+        """Bytes of record ``index``: up to the next offset or its file's end."""
+        k, offset = self.locate(index)
+        return min(self.lengths[index], self.sizes[k] - offset)
+
+    def begin_batch(self, indices: list[int]) -> None:
+        self.ranges.prefetch([(*self.locate(i), self.length(i)) for i in indices])
+
+    def end_batch(self) -> None:
+        self.ranges.forget()
+
     def read(self, index: int) -> list[Any]:
         k, offset = self.locate(index)
         # a record belongs to one file: read up to the next offset or the file's end
-        length = min(self.lengths[index], self.sizes[k] - offset)
-        fd = self.fds.get(k)
-        if fd is None:
-            try:
-                fd = self.fds[k] = os.open(self.files[k], os.O_RDONLY)
-            except OSError as exc:
-                raise OSError(f"cannot read {self.files[k]!r}: {exc.strerror}") from None
-        buf = os.pread(fd, length, offset)
+        try:
+            buf = memoryview(self.ranges.read(k, offset, self.length(index)))
+        except OSError as exc:
+            if self.files[k] in str(exc):
+                raise
+            raise OSError(f"cannot read {self.files[k]!r}: {exc.strerror or exc}") from None
         where = f"{self.files[k]!r} offset {offset}"
         data = decode_record(buf, where)
         image, labels = decode_image_record(data, where)
@@ -223,6 +234,4 @@ class RecordIOSource(RecordSource):
         return [np.zeros(0, np.uint8), np.zeros(1, np.float32)]
 
     def close(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
+        self.ranges.close()

@@ -9,7 +9,6 @@ the manifest's folder), and optionally ``duration``, ``offset`` (seconds) and
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +19,11 @@ from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.audio.codec import AUDIO_DTYPES, decode_audio
-from chute.ops.readers.file import READER_ARGS, read_file
-from chute.ops.readers.listed_records import (
+from chute.ops.readers import storage
+from chute.ops.readers.file import READER_ARGS
+from chute.ops.readers.records import (
     SHUFFLE_AFTER_EPOCH,
+    FileCache,
     RecordError,
     RecordSource,
     bad_entry,
@@ -110,7 +111,7 @@ class NemoAsrReader(Operator):
             Arg("read_sample_rate", "bool", True, "Output the sample rate.", per_sample=False),
             Arg("read_text", "bool", True, "Output the transcript.", per_sample=False),
             Arg("read_idxs", "bool", False, "Output the manifest index.", per_sample=False),
-            SHUFFLE_AFTER_EPOCH,
+            *SHUFFLE_AFTER_EPOCH,
             *READER_ARGS,
         ),
     )
@@ -158,11 +159,10 @@ def read_manifests(
     index = 0
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
+            lines = storage.read_text(path).splitlines()
         except OSError as exc:
-            raise ValueError(f"cannot read manifest {path!r}: {exc.strerror}") from None
-        base = os.path.dirname(os.path.abspath(path))
+            raise ValueError(f"cannot read manifest {path!r}: {exc.strerror or exc}") from None
+        base = storage.dirname(path)
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -190,7 +190,7 @@ def read_manifests(
                 max_duration > 0 and duration > max_duration
             ):
                 continue
-            entries.append(AsrEntry(os.path.join(base, audio), index - 1, text, offset, duration))
+            entries.append(AsrEntry(storage.join(base, audio), index - 1, text, offset, duration))
     return entries
 
 
@@ -206,21 +206,28 @@ class NemoAsrSource(RecordSource):
             )
         except ValueError as exc:
             raise ValueError(f"{node.label}: {exc}") from None
+        self.files = FileCache()
         self.sample_rate = node.arg("sample_rate")
         self.downmix = node.arg("downmix")
         self.dtype = np.dtype(to_dtype(node.arg("dtype")))
         self.outputs = [k for k in ("read_sample_rate", "read_text", "read_idxs") if node.arg(k)]
-        names = [f"{e.index}:{os.path.basename(e.audio_filepath)}" for e in self.entries]
-        self.start(node, pipeline, len(self.entries), names, on_error)
+        names = [f"{e.index}:{storage.basename(e.audio_filepath)}" for e in self.entries]
+        self.start(node, pipeline.batch_size, len(self.entries), names, on_error)
 
     def source_info(self, index: int) -> str:
         return self.entries[index].audio_filepath
+
+    def begin_batch(self, indices: list[int]) -> None:
+        self.files.fetch([self.entries[i].audio_filepath for i in indices])
+
+    def end_batch(self) -> None:
+        self.files.clear()
 
     def read(self, index: int) -> list[Any]:
         entry = self.entries[index]
         if entry.error is not None:
             raise RecordError(entry.error)
-        encoded = read_file(entry.audio_filepath)
+        encoded = self.files.read(entry.audio_filepath)
         try:
             audio, rate = decode_audio(
                 encoded, max(self.sample_rate, 0.0), self.downmix, self.dtype

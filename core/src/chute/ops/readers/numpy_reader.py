@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
-import os
 from typing import Any
 
 import numpy as np
@@ -12,8 +10,10 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.readers import storage
 from chute.ops.readers.npy_format import NpyHeader, parse_header, read_array, roi_window
-from chute.ops.readers.records import RECORD_ARGS, Record, RecordSource, check_record_args
+from chute.ops.readers.ranges import RANGE_ARGS, RangeSource, Record
+from chute.ops.readers.records import check_record_args, list_filtered_files
 from chute.runtime.operator import Operator
 from chute.runtime.registry import register
 
@@ -97,7 +97,7 @@ class NumpyReader(Operator):
                 "Accepted for DALI compatibility (GPU).",
                 per_sample=False,
             ),
-            *RECORD_ARGS,
+            *RANGE_ARGS,
         ),
     )
 
@@ -118,58 +118,25 @@ class NumpyReader(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         # the first file's header says the type; a file that differs fails where it is read
         try:
-            path = list_numpy_files(node)[0]
-            with open(path, "rb") as f:
+            path = list_filtered_files(node)[0]
+            with storage.open_binary(path, block_size=1 << 16) as f:
                 header = parse_header(lambda offset, size: (f.seek(offset), f.read(size))[1])
         except (OSError, ValueError, IndexError):
             return [Spec()]
         return [Spec(header.dtype.newbyteorder("="), len(header.shape), None)]
 
     def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> NumpySource:
-        files = list_numpy_files(node)
+        files = list_filtered_files(node)
         on_error = node.args.get("on_error") or pipeline.on_error
         return NumpySource(node, files, pipeline.batch_size, on_error)
 
 
-def list_numpy_files(node: OpNode) -> list[str]:
-    """The reader's files, in a stable order."""
-    root, label = node.arg("file_root"), node.label
-    if node.arg("files") is not None:
-        files = [os.path.join(root, f) if root else f for f in node.arg("files")]
-    elif node.arg("file_list") is not None:
-        listing = node.arg("file_list")
-        base = root if root is not None else os.path.dirname(listing)
-        try:
-            with open(listing, encoding="utf-8") as f:
-                names = [line.strip() for line in f]
-        except OSError as exc:
-            raise ValueError(
-                f"{label}: cannot read file_list {listing!r}: {exc.strerror}"
-            ) from None
-        files = [os.path.join(base, n) for n in names if n and not n.startswith("#")]
-    else:
-        if not os.path.isdir(root):
-            raise ValueError(f"{label}: file_root {root!r} is not a folder")
-        pattern = node.arg("file_filter")
-        files = []
-        for folder, dirs, names in os.walk(root):
-            dirs.sort()
-            files += [
-                os.path.join(folder, n) for n in sorted(names) if fnmatch.fnmatchcase(n, pattern)
-            ]
-    if not files:
-        raise ValueError(
-            f"{label}: no files found (file_root={root!r}, file_filter={node.arg('file_filter')!r})"
-        )
-    return files
-
-
-class NumpySource(RecordSource):
+class NumpySource(RangeSource):
     """The running numpy reader: one record per file; reads the header, then the region."""
 
     def __init__(self, node: OpNode, files: list[str], batch_size: int, on_error: str):
         root = node.arg("file_root")
-        names = [os.path.relpath(f, root) for f in files] if root else files
+        names = [storage.relpath(f, root) for f in files] if root else files
         self.roi = {k: node.arg(k) for k in ROI_ARGS}
         self.axes = tuple(node.arg("roi_axes") or ())
         self.policy = node.arg("out_of_bounds_policy")
@@ -180,15 +147,19 @@ class NumpySource(RecordSource):
         self.first: tuple[np.dtype, int] | None = None
         records = [Record(i, 0, 0) for i in range(len(files))]
         super().__init__(
-            node, files, records, batch_size, self._unused, self._empty, on_error, names
+            node, files, records, batch_size, self._unused, self._no_array, on_error, names
         )
 
     def _unused(self, data: np.ndarray, record: Record) -> list[np.ndarray]:
         raise NotImplementedError  # load() reads the records itself
 
-    def _empty(self) -> list[np.ndarray]:
+    def _no_array(self) -> list[np.ndarray]:
         dtype, ndim = self.first or (np.dtype(np.uint8), 1)
         return [np.zeros((0,) * ndim, dtype)]
+
+    def fetch_ranges(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
+        # header and region come from one object: remote files are fetched whole
+        return [(self.records[i].file, 0, None) for i in indices]
 
     def source_info(self, index: int) -> str:
         return self.paths[self.records[index].file]

@@ -1,49 +1,56 @@
-"""Indexed records: the machinery shared by readers whose samples are byte ranges of files.
+"""Record readers: the one mechanism every reader of a listed dataset shares.
 
-TFRecord files, webdataset tar shards and NumPy files all come down to a list of
-records, each one ``(file, offset, size)``: the epoch plan of
-:mod:`chute.ops.readers.sharding` runs over that list (exact global shuffling,
-shards, padding, state), and :class:`RecordSource` reads each record's bytes and
-hands them to the reader's ``decode``. A record that cannot be read or decoded
-raises an error naming the file and the offset, or, under ``on_error="skip"``,
-is skipped with a report entry while the rest of the batch is read.
+A record reader (tfrecord, webdataset, numpy, coco, mxnet, caffe, caffe2, nemo_asr,
+sequence, fits) lists its dataset at build time and reads record ``i`` on demand.
+:class:`RecordSource` runs the epoch plan of :mod:`chute.ops.readers.sharding` over the
+records (shards, padding, ``random_shuffle`` / ``shuffle_after_epoch``, exact epochs,
+state / restore), asks the reader to prefetch each batch's records (remote files are
+fetched concurrently, see :mod:`chute.ops.readers.storage`), and turns a record that
+cannot be read into an error naming the file and the offset, line or key — raised, or
+under ``on_error="skip"`` reported while the rest of the batch still reads. Readers of
+byte ranges of files build on :class:`chute.ops.readers.ranges.RangeSource`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import mmap
+import fnmatch
+import logging
 import os
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg
-from chute.ops.readers.file import READER_ARGS, check_shard_args
-from chute.ops.readers.sharding import EpochPlan, ShardedSource
+from chute.ops.readers import storage
+from chute.ops.readers.file import READER_ARGS, check_shard_args, read_file
+from chute.ops.readers.sharding import ShardedSource
 
 __all__ = [
     "RECORD_ARGS",
-    "FileRanges",
-    "Record",
+    "SHUFFLE_AFTER_EPOCH",
+    "FileCache",
+    "RecordError",
     "RecordSource",
     "as_path_list",
+    "bad_entry",
     "cache_dir",
     "check_record_args",
+    "list_filtered_files",
+    "on_error_of",
 ]
 
-# DALI 2.4's arguments of every indexed reader beyond chute's READER_ARGS.
-RECORD_ARGS = (
-    *READER_ARGS,
+log = logging.getLogger("chute")
+
+# DALI 2.4's shuffle_after_epoch pair (the plan reads them: ShardedSource.init_plan)
+SHUFFLE_AFTER_EPOCH = (
     Arg(
         "shuffle_after_epoch",
         "bool",
         False,
-        "Read the first epoch in order, then a new global permutation every epoch.",
+        "Read the first epoch in order, then every epoch as a new permutation of the whole "
+        "dataset (the same on every shard).",
         per_sample=False,
     ),
     Arg(
@@ -53,35 +60,41 @@ RECORD_ARGS = (
         "Seed of shuffle_after_epoch's permutations (default: the reader's seed).",
         per_sample=False,
     ),
-    Arg(
-        "use_o_direct",
-        "bool",
-        False,
-        "Read with O_DIRECT (bypassing the page cache) where the file system allows it; "
-        "elsewhere (tmpfs, macOS) files are read normally.",
-        per_sample=False,
-    ),
 )
+# every record reader's arguments beyond its own
+RECORD_ARGS = (*READER_ARGS, *SHUFFLE_AFTER_EPOCH)
+
+
+class RecordError(ValueError):
+    """A record that cannot be read; the message names the file and the offset, line or key."""
 
 
 def check_record_args(op_name: str, args: dict[str, Any]) -> None:
-    """Trace-time checks shared by the indexed readers."""
+    """Trace-time checks every record reader shares (shards, shuffle_after_epoch)."""
     check_shard_args(op_name, args)
     if args.get("shuffle_after_epoch"):
-        if args.get("random_shuffle"):
-            raise ValueError(
-                f"{op_name}: arguments 'shuffle_after_epoch' and 'random_shuffle' "
-                "are mutually exclusive"
-            )
-        if args.get("stick_to_shard"):
-            raise ValueError(
-                f"{op_name}: arguments 'shuffle_after_epoch' and 'stick_to_shard' "
-                "are mutually exclusive"
-            )
+        for other in ("random_shuffle", "stick_to_shard"):
+            if args.get(other):
+                raise ValueError(
+                    f"{op_name}: arguments 'shuffle_after_epoch' and {other!r} "
+                    "are mutually exclusive"
+                )
+
+
+def on_error_of(node: OpNode, pipeline: Any) -> str:
+    """The node's on_error, else the pipeline's."""
+    return node.args.get("on_error") or getattr(pipeline, "on_error", "raise")
+
+
+def bad_entry(on_error: str, message: str) -> None:
+    """A bad entry found while listing the dataset: raise, or log it and go on (skip / warn)."""
+    if on_error == "raise":
+        raise RecordError(message)
+    log.warning("skipped: %s", message)
 
 
 def as_path_list(op_name: str, arg: str, value: Any, required: bool = True) -> tuple | None:
-    """A path or a list of paths as a tuple of strings (DALI takes either)."""
+    """A path or a list of paths (local or URLs) as a tuple of strings (DALI takes either)."""
     if value is None:
         if required:
             raise TypeError(f"{op_name}: argument '{arg}' is required")
@@ -108,205 +121,136 @@ def cache_dir(kind: str) -> str | None:
     return path if os.access(path, os.W_OK) else None
 
 
-@dataclass(frozen=True)
-class Record:
-    """One sample's bytes: ``size`` bytes of file ``file`` from ``offset``.
+def list_filtered_files(node: OpNode) -> list[str]:
+    """The files of a reader with file_root + file_filter, file_list or files, in a stable order.
 
-    ``error`` marks a record the index found broken (a truncated tail, a bad
-    header): reading it fails with that message, so that it is reported (or
-    raised) like any other bad sample and the epoch stays the same size.
+    ``files`` are relative to ``file_root`` where given; ``file_list`` is a text file of
+    paths, one a line, relative to ``file_root`` or else to the list's folder.
     """
+    root, label = node.arg("file_root"), node.label
+    if node.arg("files") is not None:
+        files = [storage.join(root, f) for f in node.arg("files")]
+    elif node.arg("file_list") is not None:
+        listing = node.arg("file_list")
+        base = root if root is not None else storage.dirname(listing)
+        try:
+            names = [line.strip() for line in storage.read_text(listing).splitlines()]
+        except OSError as exc:
+            raise ValueError(f"{label}: cannot read file_list {listing!r}: {exc}") from None
+        files = [storage.join(base, n) for n in names if n and not n.startswith("#")]
+    else:
+        if not storage.isdir(root):
+            raise ValueError(f"{label}: file_root {root!r} is not a folder")
+        pattern = node.arg("file_filter")
+        files = [
+            storage.join(root, rel)
+            for rel in storage.walk_files(root)
+            if fnmatch.fnmatchcase(storage.basename(rel), pattern)
+        ]
+    if not files:
+        raise ValueError(
+            f"{label}: no files found (file_root={root!r}, file_filter={node.arg('file_filter')!r})"
+        )
+    return files
 
-    file: int
-    offset: int
-    size: int
-    name: str = ""
-    error: str | None = None
-    parts: tuple = ()  # what a reader needs to cut the bytes into outputs (webdataset)
 
+class FileCache:
+    """Whole files of one batch: remote ones fetched together, local ones read when asked."""
 
-@dataclass
-class AfterFirstEpochPlan(EpochPlan):
-    """shuffle_after_epoch: epoch 0 in order, then one global permutation per epoch."""
-
-    def order(self, epoch: int) -> np.ndarray:
-        if epoch == 0:
-            return np.arange(self.size)
-        return super().order(epoch)
-
-
-class FileRanges:
-    """Reads byte ranges of files: memory-mapped, read, or read with O_DIRECT.
-
-    Mapped ranges are zero-copy read-only views (the mapping lives as long as its
-    last view). Read ranges come from ``os.pread`` on descriptors kept open (the
-    most recent 32 files). O_DIRECT needs aligned offsets, lengths and memory:
-    whole pages are read into page-aligned memory and the range is cut from
-    them; where the file system refuses O_DIRECT the file is read normally.
-    """
-
-    _OPEN_FILES = 32
-    _ALIGN = 4096
-
-    def __init__(self, paths: Sequence[str], use_mmap: bool = False, o_direct: bool = False):
-        self.paths = list(paths)
+    def __init__(self, use_mmap: bool = False):
         self.use_mmap = use_mmap
-        self.o_direct = o_direct and hasattr(os, "O_DIRECT")
-        self._fds: OrderedDict[int, int] = OrderedDict()
-        self._maps: dict[int, mmap.mmap | None] = {}
-        self.direct_reads = 0  # ranges read with O_DIRECT (tests, statistics)
+        self._fetched: dict[str, bytes | OSError] = {}
 
-    def size(self, file: int) -> int:
-        return os.stat(self.paths[file]).st_size
+    def fetch(self, paths: Sequence[str]) -> None:
+        """Fetch the remote ones among ``paths`` concurrently (local files are read later)."""
+        remote = list(dict.fromkeys(p for p in paths if storage.is_url(p)))
+        remote = [p for p in remote if p not in self._fetched]
+        for path, data in zip(remote, storage.read_many(remote)):
+            self._fetched[path] = data
 
-    def read(self, file: int, offset: int, size: int) -> np.ndarray:
-        """Up to ``size`` bytes from ``offset`` (fewer where the file ends), read-only uint8."""
-        if self.use_mmap:
-            mapped = self._map(file)
-            if mapped is not None:
-                end = min(offset + size, len(mapped))
-                return np.frombuffer(mapped, np.uint8, max(0, end - offset), offset)
-        if self.o_direct:
-            data = self._read_direct(file, offset, size)
-            if data is not None:
-                return data
-        data = os.pread(self._fd(file), size, offset)
-        return np.frombuffer(data, np.uint8)
+    def read(self, path: str) -> np.ndarray:
+        """The file's bytes (read-only uint8); OSError names it."""
+        if storage.is_url(path):
+            data = self._fetched.pop(path, None)
+            if data is None:
+                data = storage.read_many([path])[0]
+            if isinstance(data, OSError):
+                raise data
+            return np.frombuffer(data, np.uint8)
+        return read_file(path, self.use_mmap)
 
-    def _fd(self, file: int) -> int:
-        fd = self._fds.pop(file, None)
-        if fd is None:
-            fd = os.open(self.paths[file], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            while len(self._fds) >= self._OPEN_FILES:
-                os.close(self._fds.popitem(last=False)[1])
-        self._fds[file] = fd
-        return fd
-
-    def _map(self, file: int) -> mmap.mmap | None:
-        if file not in self._maps:
-            try:
-                with open(self.paths[file], "rb") as f:
-                    self._maps[file] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except ValueError:  # an empty file cannot be mapped
-                self._maps[file] = None
-        return self._maps[file]
-
-    def _read_direct(self, file: int, offset: int, size: int) -> np.ndarray | None:
-        align = self._ALIGN
-        start = offset - offset % align
-        end = -(-(offset + size) // align) * align
-        try:
-            fd = os.open(self.paths[file], os.O_RDONLY | os.O_DIRECT)
-        except OSError:
-            self.o_direct = False  # not on this file system: read normally from now on
-            return None
-        try:
-            buffer = mmap.mmap(-1, max(end - start, align))  # page-aligned memory
-            try:
-                got = os.preadv(fd, [buffer], start)
-            except OSError:
-                self.o_direct = False
-                return None
-            lo = offset - start
-            out = np.frombuffer(buffer, np.uint8)[lo : max(lo, min(got, lo + size))].copy()
-        finally:
-            os.close(fd)
-        self.direct_reads += 1
-        out.flags.writeable = False
-        return out
-
-    def close(self) -> None:
-        while self._fds:
-            os.close(self._fds.popitem()[1])
-        self._maps.clear()  # mappings close when their last view is gone
+    def clear(self) -> None:
+        self._fetched.clear()
 
 
 class RecordSource(ShardedSource):
-    """A running indexed reader: reads each planned record and decodes it into the outputs.
+    """A running record reader: the epoch plan over ``size`` records, read by :meth:`read`.
 
-    ``decode(data, record)`` returns one array per output, or raises ValueError /
-    OSError with a message naming what is wrong; the message gets the file and
-    offset prepended. ``empty()`` gives the outputs of a skipped sample.
+    Subclasses call :meth:`start` once their records are listed, and implement
+    ``read(index) -> list of outputs`` (raising RecordError, ValueError or OSError
+    naming the file and where in it), ``source_info(index)`` and ``empty()`` (the
+    outputs of a record that failed under on_error="skip"; the executor replaces it
+    with a good sample). :meth:`begin_batch` gets the batch's record indices first
+    (to prefetch them, or open a transaction); :meth:`end_batch` follows.
     """
 
-    def __init__(
-        self,
-        node: OpNode,
-        paths: Sequence[str],
-        records: list[Record],
-        batch_size: int,
-        decode: Callable[[np.ndarray, Record], list[np.ndarray]],
-        empty: Callable[[], list[np.ndarray]],
-        on_error: str = "raise",
-        names: list[str] | None = None,
-    ):
-        if not records:
-            raise ValueError(f"{node.label}: the dataset has no samples")
-        self.paths = list(paths)
-        self.records = records
-        self.decode = decode
-        self.empty = empty
-        self.on_error = on_error
-        self.ranges = FileRanges(
-            self.paths,
-            use_mmap=node.arg("dont_use_mmap") is False,
-            o_direct=bool(node.arg("use_o_direct")),
-        )
-        self.init_plan(node, len(records), batch_size, names or self._names())
-        if node.arg("shuffle_after_epoch"):
-            seed = node.arg("shuffle_after_epoch_seed")
-            fields = {f.name: getattr(self.plan, f.name) for f in dataclasses.fields(self.plan)}
-            fields.update(shuffle=True, seed=self.plan.seed if seed is None else seed)
-            self.plan = AfterFirstEpochPlan(**fields)
+    on_error = "raise"
+    # a chute.runtime.workers.WorkerPool where reading decodes (sequence, fits): the
+    # records of a batch are read on its threads (``read`` must be thread-safe then)
+    pool: Any = None
 
-    def _names(self) -> list[str]:
-        # the default seed: the same on every shard, wherever the files are mounted
-        bases = [os.path.basename(p) for p in self.paths]
-        return [f"{bases[r.file]}:{r.offset}:{r.name}" for r in self.records]
+    def start(
+        self, node: OpNode, batch_size: int, size: int, names: list[str], on_error: str
+    ) -> None:
+        """Set the plan over ``size`` records (``names`` seed the default shuffle)."""
+        if size == 0:
+            raise ValueError(f"{node.label}: the dataset has no samples")
+        self.on_error = on_error
+        self.init_plan(node, size, batch_size, names)
+
+    def read(self, index: int) -> list[Any]:
+        raise NotImplementedError
 
     def source_info(self, index: int) -> str:
-        """Where a sample lies: ``path:offset`` (``path:offset:name`` for named members)."""
-        r = self.records[index]
-        where = f"{self.paths[r.file]}:{r.offset}"
-        return f"{where}:{r.name}" if r.name else where
+        raise NotImplementedError
 
-    def where(self, record: Record) -> str:
-        """The file and offset an error message names."""
-        return f"{self.paths[record.file]!r} at offset {record.offset}"
+    def empty(self) -> list[Any]:
+        raise NotImplementedError
 
-    def read_record(self, record: Record) -> list[np.ndarray]:
-        """The outputs of one record; raises naming the file and offset when it is bad."""
-        where = self.where(record)
-        if record.error is not None:
-            raise ValueError(f"{self.node.label}: {where}: {record.error}")
-        try:
-            return self.load(record)
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise OSError(f"{self.node.label}: cannot read {where}: {reason}") from None
-        except ValueError as exc:
-            raise ValueError(f"{self.node.label}: {where}: {exc}") from None
+    def begin_batch(self, indices: list[int]) -> None:
+        """Called with the batch's record indices before they are read."""
 
-    def load(self, record: Record) -> list[np.ndarray]:
-        """Read the record's bytes and decode them (readers with other layouts override)."""
-        return self.decode(self.ranges.read(record.file, record.offset, record.size), record)
+    def end_batch(self) -> None:
+        """Called after the records of a batch were read (or failed)."""
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(self.source_info)
-        columns: list[list[np.ndarray]] | None = None
-        for k, slot in enumerate(slots):
+        rows: list[list[Any] | None] = [None] * len(slots)
+
+        def work(k: int) -> None:
             try:
-                outputs = self.read_record(self.records[slot.index])
-            except (ValueError, OSError) as exc:
+                rows[k] = self.read(slots[k].index)
+            except (OSError, ValueError) as exc:
                 if self.on_error == "raise":
                     raise
-                outputs = self.empty()
                 meta[k]["error"] = (self.node.label, exc)
-            if columns is None:
-                columns = [[] for _ in outputs]
-            for column, value in zip(columns, outputs):
-                column.append(value)
-        return columns or [], meta
+                rows[k] = self.empty()
+
+        self.begin_batch([s.index for s in slots])
+        try:
+            if self.pool is None:
+                for k in range(len(slots)):
+                    work(k)
+            else:
+                failures = self.pool.run(work, len(slots))
+                if failures:
+                    raise failures[0][1]
+        finally:
+            self.end_batch()
+        columns: list[list[Any]] = [list(c) for c in zip(*rows)] if rows else []
+        return columns, meta
 
     def close(self) -> None:
-        self.ranges.close()
+        """Release files and connections (the pipeline closes its sources)."""
+        if self.pool is not None:
+            self.pool.close()

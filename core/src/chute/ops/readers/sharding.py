@@ -48,6 +48,7 @@ class EpochPlan:
     pad_last_batch: bool = False
     stick_to_shard: bool = True
     policy: LastBatchPolicy = LastBatchPolicy.FILL
+    first_in_order: bool = False  # shuffle_after_epoch: epoch 0 unshuffled, then permutations
 
     def __post_init__(self) -> None:
         if self.num_shards < 1:
@@ -75,7 +76,7 @@ class EpochPlan:
         """The permutation of the dataset for ``epoch`` (identical on every shard)."""
         if self._order_cache is not None and self._order_cache[0] == epoch:
             return self._order_cache[1]
-        if self.shuffle:
+        if self.shuffle and not (self.first_in_order and epoch == 0):
             rng = np.random.Generator(
                 np.random.Philox(
                     key=np.array([self.seed & ((1 << 64) - 1), 0x5EED], np.uint64),
@@ -133,20 +134,29 @@ class ShardedSource:
     unit = "samples"
 
     def init_plan(self, node: OpNode, size: int, batch_size: int, names: list[str]) -> None:
+        """The epoch plan from the node's reader arguments; ``names`` seed the default shuffle.
+
+        ``shuffle_after_epoch`` (where the reader has it) reads epoch 0 in order and
+        every later epoch as a global permutation seeded by ``shuffle_after_epoch_seed``.
+        """
         seed = node.args.get("seed")
         self._names_crc = zlib.crc32("\n".join(names).encode())
         if seed is None:  # the same on every shard, without the user agreeing on a seed
             seed = self._names_crc
+        after_epoch = bool(node.args.get("shuffle_after_epoch"))
+        if after_epoch and node.args.get("shuffle_after_epoch_seed") is not None:
+            seed = node.args["shuffle_after_epoch_seed"]
         self.node = node
         self.plan = EpochPlan(
             size=size,
             batch_size=batch_size,
             num_shards=node.arg("num_shards"),
             shard_id=node.arg("shard_id"),
-            shuffle=node.arg("random_shuffle"),
+            shuffle=bool(node.arg("random_shuffle")) or after_epoch,
             seed=seed,
             pad_last_batch=node.arg("pad_last_batch"),
             stick_to_shard=node.arg("stick_to_shard"),
+            first_in_order=after_epoch,
         )
         self.epoch = 0
         self.batch_index = 0

@@ -9,7 +9,6 @@ the records of all files, in file order, form the dataset.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -18,14 +17,9 @@ from chute.graph.node import DataNode, OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops.readers import tfrecord_format
-from chute.ops.readers.records import (
-    RECORD_ARGS,
-    Record,
-    RecordSource,
-    as_path_list,
-    check_record_args,
-)
+from chute.ops.readers import storage, tfrecord_format
+from chute.ops.readers.ranges import RANGE_ARGS, RangeSource, Record
+from chute.ops.readers.records import as_path_list, check_record_args
 from chute.ops.readers.tfrecord_example import (
     OUTPUT_DTYPES,
     Feature,
@@ -83,7 +77,7 @@ class TFRecordReader(Operator):
                 "Verify the CRC32C of each record's length and data (chute extra).",
                 per_sample=False,
             ),
-            *RECORD_ARGS,
+            *RANGE_ARGS,
         ),
     )
 
@@ -122,7 +116,7 @@ class TFRecordReader(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(OUTPUT_DTYPES[f.dtype], f.ndim, None) for f in node.args["features"].values()]
 
-    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> RecordSource:
+    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> RangeSource:
         paths = list(node.arg("path"))
         index_paths = node.arg("index_path")
         records: list[Record] = []
@@ -156,8 +150,8 @@ class TFRecordReader(Operator):
             ]
 
         on_error = node.args.get("on_error") or pipeline.on_error
-        names = [f"{os.path.basename(paths[r.file])}:{r.offset}" for r in records]
-        return RecordSource(
+        names = [f"{storage.basename(paths[r.file])}:{r.offset}" for r in records]
+        return RangeSource(
             node, paths, records, pipeline.batch_size, decode, empty, on_error, names
         )
 

@@ -19,6 +19,7 @@ import os
 import struct
 from collections.abc import Iterable
 
+from chute.ops.readers import storage
 from chute.ops.readers.records import cache_dir
 
 __all__ = [
@@ -126,8 +127,9 @@ def scan(path: str | os.PathLike) -> list[tuple[int, int]]:
     size: reading it fails and names it (the rest of the file stays readable).
     """
     out = []
-    with open(path, "rb", buffering=0) as f:
-        end = os.fstat(f.fileno()).st_size
+    path = os.fspath(path)
+    with storage.open_binary(path) as f:
+        end = storage.size(path)
         offset = 0
         while offset < end:
             f.seek(offset)
@@ -150,31 +152,29 @@ def write_index(path: str | os.PathLike, index: Iterable[tuple[int, int]]) -> No
 def read_index(path: str | os.PathLike) -> list[tuple[int, int]]:
     """Read a tfrecord2idx index; ValueError naming the file and line when it is malformed."""
     out = []
-    with open(path, encoding="ascii", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                continue
-            try:
-                offset, size = (int(x) for x in fields[:2])
-                if len(fields) != 2 or offset < 0 or size < 16:
-                    raise ValueError
-            except ValueError:
-                raise ValueError(
-                    f"malformed TFRecord index {os.fspath(path)!r} line {number}: {line.strip()!r} "
-                    "(expected '<offset> <size>')"
-                ) from None
-            out.append((offset, size))
+    path = os.fspath(path)
+    text = storage.read_bytes(path).decode("ascii", errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            offset, size = (int(x) for x in fields[:2])
+            if len(fields) != 2 or offset < 0 or size < 16:
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"malformed TFRecord index {os.fspath(path)!r} line {number}: {line.strip()!r} "
+                "(expected '<offset> <size>')"
+            ) from None
+        out.append((offset, size))
     return out
 
 
 def record_index(path: str) -> list[tuple[int, int]]:
     """The index of a TFRecord file, from chute's cache or made (and cached) now."""
-    st = os.stat(path)
     folder = cache_dir("tfrecord-index")
-    key = hashlib.sha1(
-        f"{os.path.abspath(path)}\0{st.st_size}\0{st.st_mtime_ns}".encode()
-    ).hexdigest()
+    key = hashlib.sha1(storage.fingerprint(path).encode()).hexdigest()
     cached = os.path.join(folder, f"{key}.idx") if folder else None
     if cached and os.path.exists(cached):
         try:

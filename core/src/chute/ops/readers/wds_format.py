@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from chute.ops.readers import storage
+
 __all__ = [
     "Component",
     "group_samples",
@@ -90,8 +92,8 @@ def scan_tar(path: str) -> tuple[list[tuple[str, int, int]], TarProblem | None]:
     members: list[tuple[str, int, int]] = []
     long_name: str | None = None
     pax: dict[str, str] = {}
-    with open(path, "rb", buffering=0) as f:
-        end = os.fstat(f.fileno()).st_size
+    with storage.open_binary(path) as f:
+        end = storage.size(path)
         pos = 0
         while pos < end:
             f.seek(pos)
@@ -161,8 +163,7 @@ def read_index(path: str | os.PathLike) -> list[list[Component]]:
     def bad(line: int, what: str) -> ValueError:
         return ValueError(f"malformed webdataset index {path!r} line {line}: {what}")
 
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = f.read().splitlines()
+    lines = storage.read_bytes(path).decode("utf-8", errors="replace").splitlines()
     head = lines[0].split() if lines else []
     if not head or head[0] not in ("v1.1", "v1.2"):
         raise bad(0, f"unsupported or missing version {head[:1]} (expected v1.1 or v1.2)")

@@ -11,13 +11,8 @@ from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.readers import wds_format
-from chute.ops.readers.records import (
-    RECORD_ARGS,
-    Record,
-    RecordSource,
-    as_path_list,
-    check_record_args,
-)
+from chute.ops.readers.ranges import RANGE_ARGS, RangeSource, Record
+from chute.ops.readers.records import as_path_list, check_record_args
 from chute.runtime.operator import Operator
 from chute.runtime.registry import register
 from chute.types import to_dtype
@@ -87,7 +82,7 @@ class WebdatasetReader(Operator):
                 "Match extensions case-sensitively.",
                 per_sample=False,
             ),
-            *RECORD_ARGS,
+            *RANGE_ARGS,
         ),
     )
 
@@ -146,7 +141,7 @@ class WebdatasetReader(Operator):
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(d, 1, None) for d in node.args["dtypes"]]
 
-    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> RecordSource:
+    def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> RangeSource:
         paths = list(node.arg("paths"))
         dtypes = node.args["dtypes"]
         on_error = node.args.get("on_error") or pipeline.on_error
@@ -168,7 +163,7 @@ class WebdatasetReader(Operator):
         def empty() -> list[np.ndarray]:
             return [np.zeros(0, d) for d in dtypes]
 
-        return RecordSource(node, paths, records, pipeline.batch_size, decode, empty, on_error)
+        return RangeSource(node, paths, records, pipeline.batch_size, decode, empty, on_error)
 
 
 def list_samples(node: OpNode, paths: list[str]) -> list[Record]:
@@ -195,7 +190,7 @@ def list_samples(node: OpNode, paths: list[str]) -> list[Record]:
                 where = f"archive {path!r} sample "
         except OSError as exc:
             raise OSError(
-                f"{label}: cannot read {exc.filename or path!r}: {exc.strerror}"
+                f"{label}: cannot read {exc.filename or path!r}: {exc.strerror or exc}"
             ) from None
         except ValueError as exc:
             raise ValueError(f"{label}: {exc}") from None

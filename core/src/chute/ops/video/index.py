@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+
+from chute.ops.readers import storage
 
 VideoSource = str | bytes | np.ndarray
 
@@ -82,7 +83,8 @@ def open_container(source: VideoSource) -> Any:
     """Open a path or in-memory encoded video with PyAV."""
     av = av_module()
     if isinstance(source, str):
-        return av.open(source)
+        # a URL opens as a file object fetched ahead in blocks (chute.ops.readers.storage)
+        return av.open(storage.open_binary(source) if storage.is_url(source) else source)
     data = source.tobytes() if isinstance(source, np.ndarray) else bytes(source)
     return av.open(io.BytesIO(data))
 
@@ -154,8 +156,7 @@ class IndexCache:
     @staticmethod
     def key(source: VideoSource) -> tuple:
         if isinstance(source, str):
-            st = os.stat(source)
-            return ("path", os.path.abspath(source), st.st_size, st.st_mtime_ns)
+            return ("path", storage.fingerprint(source))
         data = source if isinstance(source, bytes | bytearray) else memoryview(source)
         return ("bytes", hashlib.blake2b(data, digest_size=16).digest())
 

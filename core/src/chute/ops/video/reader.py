@@ -10,7 +10,6 @@ pipeline's number of threads (PyAV releases the GIL while decoding).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ from chute.graph.node import OpNode
 from chute.graph.passes.hints import NO_HINTS, NodeHints
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
+from chute.ops.readers import storage
 from chute.ops.readers.file import READER_ARGS, check_shard_args
 from chute.ops.readers.sharding import ShardedSource
 from chute.ops.video.decoder import PAD_ARGS
@@ -192,22 +192,20 @@ def _list_videos(node: OpNode) -> tuple[list[str], list[int], list[tuple | None]
     root = node.arg("file_root")
     label = node.label
     if node.arg("filenames") is not None:
-        files = [os.path.join(root, f) if root else f for f in node.arg("filenames")]
+        files = [storage.join(root, f) for f in node.arg("filenames")]
         labels = list(node.arg("labels") or [0] * len(files))
         return files, labels, [None] * len(files)
     if node.arg("file_list") is not None:
         return _read_file_list(node.arg("file_list"), root, label)
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         raise ValueError(f"{label}: file_root {root!r} is not a folder")
     files, labels = [], []
-    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
-    for number, cls in enumerate(classes):
-        for dirpath, dirnames, names in os.walk(os.path.join(root, cls)):
-            dirnames.sort()
-            for name in sorted(names):
-                if name.lower().endswith(VIDEO_EXTENSIONS):
-                    files.append(os.path.join(dirpath, name))
-                    labels.append(number)
+    for number, cls in enumerate(storage.list_dirs(root)):
+        folder = storage.join(root, cls)
+        for rel in storage.walk_files(folder):
+            if rel.lower().endswith(VIDEO_EXTENSIONS):
+                files.append(storage.join(folder, rel))
+                labels.append(number)
     if not files:
         raise ValueError(f"{label}: no video files under {root!r}")
     return files, labels, [None] * len(files)
@@ -215,10 +213,10 @@ def _list_videos(node: OpNode) -> tuple[list[str], list[int], list[tuple | None]
 
 def _read_file_list(path: str, root: str | None, label: str) -> tuple[list, list, list]:
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = storage.read_text(path).splitlines()
     except OSError as exc:
-        raise ValueError(f"{label}: cannot read file_list {path!r}: {exc.strerror}") from None
+        reason = exc.strerror or exc
+        raise ValueError(f"{label}: cannot read file_list {path!r}: {reason}") from None
     files, labels, ranges = [], [], []
     for number, line in enumerate(lines, 1):
         parts = line.split()
@@ -233,7 +231,7 @@ def _read_file_list(path: str, root: str | None, label: str) -> tuple[list, list
                 f"{label}: file_list {path!r} line {number}: expected 'path label [start end]', "
                 f"got {line!r}"
             ) from None
-        files.append(os.path.join(root, name) if root else name)
+        files.append(storage.join(root, name))
     if not files:
         raise ValueError(f"{label}: file_list {path!r} lists no files")
     return files, labels, ranges
@@ -273,6 +271,7 @@ class VideoSource(ShardedSource):
     """The running video reader: the list of sequences, the epoch plan and a decode pool."""
 
     unit = "sequences"
+    frame_transform: Any = None  # applied to each decoded sequence (readers.video_resize)
 
     def __init__(
         self,
@@ -332,6 +331,8 @@ class VideoSource(ShardedSource):
             node.arg("image_type"),
             f"{node.label} {path!r}",
         )
+        if self.frame_transform is not None:
+            video = self.frame_transform(video)
         index = self.indexes[seq.file]
         shown = np.asarray(shown, np.int64)
         times = np.full(len(shown), -1.0, np.float32)

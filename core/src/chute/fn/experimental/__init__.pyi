@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from numpy.typing import NDArray
 
+from chute.fn.experimental import readers as readers
 from chute.graph.node import DataNode
 from chute.types import OnError
 

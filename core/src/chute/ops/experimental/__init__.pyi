@@ -7,6 +7,7 @@ from typing import Any, Literal
 from numpy.typing import NDArray
 
 from chute.graph.node import DataNode
+from chute.ops.experimental import readers as readers
 from chute.runtime.operator import Operator
 from chute.types import OnError
 
