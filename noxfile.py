@@ -47,6 +47,7 @@ TEST_DEPS = [
     "soundfile>=0.12",
     "av>=12",
     "lmdb>=1.4",
+    "lz4>=4",
 ]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]

@@ -4,7 +4,7 @@
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.types import OnError
@@ -56,6 +56,26 @@ def erode(
 ) -> DataNode:
     """Performs an erosion: each pixel becomes the minimum under the structuring element."""
 
+def inflate(
+    input: DataNode,
+    /,
+    *,
+    shape: int | Sequence[int] | NDArray[Any] | DataNode,
+    dtype: DTypeLike = ...,
+    chunk_offsets: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    chunk_sizes: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    algorithm: str = ...,
+    layout: str = ...,
+    sequence_axis_name: str = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.decoders.inflate``."""
+
 def median_blur(
     input: DataNode,
     /,
@@ -69,3 +89,19 @@ def median_blur(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Median blur: each pixel becomes the median of its (W, H) window, per channel."""
+
+def peek_image_shape(
+    encoded: DataNode,
+    /,
+    *,
+    dtype: DTypeLike = ...,
+    adjust_orientation: bool = ...,
+    image_type: Any = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.peek_image_shape``."""

@@ -4,7 +4,7 @@
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
@@ -75,6 +75,32 @@ class Erode(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Inflate(Operator):
+    """Inflates LZ4-compressed samples (or sequences of chunks) to tensors of ``shape``."""
+
+    def __init__(
+        self,
+        *,
+        shape: int | Sequence[int] | NDArray[Any] | DataNode,
+        dtype: DTypeLike = ...,
+        chunk_offsets: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        chunk_sizes: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        algorithm: str = ...,
+        layout: str = ...,
+        sequence_axis_name: str = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class MedianBlur(Operator):
     """Median blur: each pixel becomes the median of its (W, H) window, per channel."""
 
@@ -82,6 +108,28 @@ class MedianBlur(Operator):
         self,
         *,
         window_size: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class PeekImageShape(Operator):
+    """The (height, width, channels) of each encoded image, read from its header only."""
+
+    def __init__(
+        self,
+        *,
+        dtype: DTypeLike = ...,
+        adjust_orientation: bool = ...,
+        image_type: Any = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

@@ -468,7 +468,7 @@ class ImageRandomCrop(_DecoderBase):
         return image_gpu.image_random_crop_mixed(self, inputs, args, ctx)
 
 
-@register(ops_aliases=("decoders.PeekImageShape",))
+@register(legacy=("experimental.peek_image_shape",), ops_aliases=("decoders.PeekImageShape",))
 class PeekImageShape(Operator):
     """The (height, width, channels) of each encoded image, read from its header only."""
 
