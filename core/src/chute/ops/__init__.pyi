@@ -702,6 +702,30 @@ class CropMirrorNormalize(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class DLTensorPythonFunction(Operator):
+    """Calls ``function`` on DLPack capsules of each sample's inputs (or lists of them per input"""
+
+    def __init__(
+        self,
+        *,
+        function: Any,
+        num_outputs: int = ...,
+        batch_processing: bool = ...,
+        output_layouts: Any = ...,
+        synchronize_stream: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
+
 class ElementExtract(Operator):
     """Frames ``element_map[k]`` of each sequence, one output per entry of ``element_map``."""
 
@@ -1813,6 +1837,28 @@ class PermuteBatch(Operator):
         self,
         *,
         indices: int | Sequence[int] | NDArray[Any] | DataNode,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class PowerSpectrum(Operator):
+    """Calculates the power spectrum of the signal along ``axis`` (``nfft // 2 + 1`` bins)."""
+
+    def __init__(
+        self,
+        *,
+        nfft: int | None = ...,
+        axis: int = ...,
+        power: Literal[1, 2] = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
