@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 
 # The modules that define operators: importing them registers their classes.
-from chute.ops import arithmetic, dl_tensor_python, external_source, io, python, random  # noqa: F401
-from chute.ops import tensor_ops, transfer  # noqa: F401
+from chute.ops import arithmetic, external_source, io, python, random, tensor_ops, transfer  # noqa: F401
+from chute.ops import dl_tensor_python as _dl_tensor_python  # noqa: F401
 from chute.ops.audio import audio_ops, spectrum_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders, inflate_ops, numpy_decoder  # noqa: F401
