@@ -131,3 +131,66 @@ def test_chunk_rules_and_gpu_plan():
     # per chunk: sample, offset in it, length, output offset, capacity (bytes)
     np.testing.assert_array_equal(plan, [[0, 0, 4, 0, 16], [0, 4, 6, 16, 16], [1, 0, 7, 32, 12]])
     assert out_offsets.tolist() == [0, 32] and shapes == [(2, 2, 2), (3,)] and total == 44
+
+
+LZ4_SHIMS = """
+struct Dim3 { unsigned x = 1, y = 1, z = 1; };
+static Dim3 blockIdx, threadIdx, blockDim;
+#define __device__
+#define __global__
+#include "KERNEL"
+extern "C" void run(const unsigned long long *in_ptr, const long long *in_len,
+                    const unsigned long long *out_ptr, const long long *out_cap, int *status,
+                    int n) {
+  blockDim.x = 1;
+  threadIdx.x = 0;
+  for (int i = 0; i < n; ++i) { blockIdx.x = i; lz4_inflate(in_ptr, in_len, out_ptr, out_cap, status, n); }
+}
+"""
+
+
+def test_gpu_kernel_source_inflates_what_lz4_does(tmp_path):
+    """kernels/lz4_inflate.cu compiled as host C++ (g++): the GPU backend's decoder without a GPU."""
+    import ctypes
+    import pathlib
+    import shutil
+    import subprocess
+
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ to compile the kernel source for the host")
+    kernel = pathlib.Path(__file__).resolve().parents[3] / "core/src/chute/kernels/lz4_inflate.cu"
+    (tmp_path / "h.cpp").write_text(LZ4_SHIMS.replace("KERNEL", str(kernel)))
+    so = tmp_path / "liblz4k.so"
+    subprocess.run(
+        ["g++", "-O1", "-std=c++14", "-shared", "-fPIC", str(tmp_path / "h.cpp"), "-o", str(so)],
+        check=True,
+        capture_output=True,
+    )
+    lib = ctypes.CDLL(str(so))
+    rng = np.random.default_rng(5)
+    raws, chunks = [], []
+    for k in range(40):
+        n = int(rng.integers(1, 3000))
+        raw = np.repeat(rng.integers(0, int(rng.integers(1, 256)), n // 5 + 1, dtype=np.uint8), 5)[
+            :n
+        ]
+        raw[:: int(rng.integers(2, 40))] = 7
+        raws.append(raw)
+        chunks.append(lz4(raw))
+    chunks.append(np.array([0x1F, 7, 9, 0], np.uint8))  # a match before any output: malformed
+    caps = [r.size + 3 for r in raws] + [16]
+    caps[0] = raws[0].size - 1  # one byte short: too long for its capacity
+    outs = [np.full(c, 0xAA, np.uint8) for c in caps]
+    n = len(chunks)
+    in_ptr = np.array([c.ctypes.data for c in chunks], np.uint64)
+    in_len = np.array([c.size for c in chunks], np.int64)
+    out_ptr = np.array([o.ctypes.data for o in outs], np.uint64)
+    out_cap = np.array(caps, np.int64)
+    status = np.full(n, -1, np.int32)
+    lib.run(
+        *(ctypes.c_void_p(a.ctypes.data) for a in (in_ptr, in_len, out_ptr, out_cap, status)), n
+    )
+    assert status[0] == 2 and status[-1] == 1 and (status[1:-1] == 0).all()
+    for raw, out in zip(raws[1:], outs[1:-1]):
+        np.testing.assert_array_equal(out[: raw.size], raw)
+        assert (out[raw.size :] == 0).all()  # the tail is zero-filled

@@ -63,6 +63,7 @@ class Uniform(Operator):
             _SHAPE,
             _DTYPE,
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -90,6 +91,11 @@ class Uniform(Operator):
             out = ctx.rng.uniform(lo, hi, size=shape)
         return _as_dtype(out, dtype)
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.uniform(inputs, args, ctx)
+
 
 def _check_range(rng: tuple[float, float]) -> tuple[float, float]:
     lo, hi = rng
@@ -114,6 +120,7 @@ class Normal(Operator):
             _SHAPE,
             _DTYPE,
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -133,6 +140,11 @@ class Normal(Operator):
         out = ctx.rng.normal(args["mean"], args["stddev"], size=_shape(inputs, args))
         return _as_dtype(out, args["dtype"] or np.float32)
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.normal(inputs, args, ctx)
+
 
 @register(legacy=("coin_flip",))
 class CoinFlip(Operator):
@@ -143,6 +155,7 @@ class CoinFlip(Operator):
         inputs=("shape_like",),
         min_inputs=0,
         args=(Arg("probability", "float", 0.5, "Probability of a 1."), _SHAPE, _DTYPE),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -178,6 +191,11 @@ class CoinFlip(Operator):
         flips = coin_flips(stream_words(key, ctr, 1), float(node.arg("probability")))
         values = flips.astype(node.arg("dtype") or np.int32).reshape(n, 1)
         return [v.reshape(()) for v in values]
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.coin_flip(inputs, args, ctx)
 
 
 @register(ops_aliases=("Choice",))
