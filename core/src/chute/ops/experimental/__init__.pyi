@@ -7,8 +7,34 @@ from typing import Any, Literal
 from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
+from chute.ops.experimental import decoders as decoders
 from chute.runtime.operator import Operator
 from chute.types import OnError
+
+class AudioResample(Operator):
+    """Resamples audio along its first (time) axis, from in_rate to out_rate or by scale."""
+
+    def __init__(
+        self,
+        *,
+        in_rate: float | DataNode | None = ...,
+        out_rate: float | DataNode | None = ...,
+        scale: float | DataNode | None = ...,
+        out_length: int | DataNode | None = ...,
+        dtype: DTypeLike | None = ...,
+        quality: float = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
 
 class Dilate(Operator):
     """Performs a dilation: each pixel becomes the maximum under the structuring element."""
@@ -62,6 +88,29 @@ class Erode(Operator):
         anchor: int | Sequence[int] | NDArray[Any] | DataNode = ...,
         iterations: int = ...,
         border_mode: Literal["constant", "replicate", "reflect", "reflect_101", "wrap"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class Filter(Operator):
+    """Convolves the image with the provided filter (a correlation: the filter is not flipped)."""
+
+    def __init__(
+        self,
+        *,
+        anchor: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        border: Literal["reflect_101", "reflect_1001", "reflect", "clamp", "replicate", "wrap", "constant"] = ...,
+        dtype: DTypeLike | None = ...,
+        mode: Literal["same", "valid"] = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
