@@ -87,9 +87,11 @@ def test_wrong_output_count_and_bad_function():
 def test_gpu_capsules_point_to_device_memory():
     import cupy as cp
 
+    from chute.ops.dl_tensor_python import to_capsule
+
     def square(capsule):
         x = cp.from_dlpack(_DeviceCap(capsule))
-        return (x * x).toDlpack()
+        return to_capsule(x * x)
 
     (out,) = run(
         lambda x: fn.dl_tensor_python_function(x.gpu(), function=square), BATCH, device_id=0

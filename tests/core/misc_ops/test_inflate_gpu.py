@@ -38,7 +38,9 @@ def test_gpu_equals_cpu_for_chunked_and_single_samples():
             seq = fn.decoders.inflate(
                 x, shape=[10, 28], dtype=np.uint16, chunk_sizes=s, layout="HW"
             )
-            single = fn.decoders.inflate(one, shape=[10, 30], dtype=np.uint16)  # 4 bytes too many
+            single = fn.decoders.inflate(
+                one, shape=[10, 30], dtype=np.uint16
+            )  # 40 bytes more than the data: zero-padded
             return seq, single
 
         return run(expr, packed, sizes, singles, device_id=0)
