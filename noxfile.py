@@ -53,6 +53,7 @@ TEST_DEPS = [
     "aiohttp>=3.9",
     "moto[server]>=5",
     "astropy>=5",  # tile-compressed FITS images (fn.experimental.readers.fits)
+    "lz4>=4",
 ]
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]

@@ -59,7 +59,8 @@ def make_fn(
     fn.__module__ = "chute.fn" + (f".{namespace}" if namespace else "")
     doc = describe(op_class)
     if alias_of:
-        doc = f"Legacy alias of ``fn.{alias_of}`` (DALI's name before 1.0).\n\n{doc}"
+        when = "before 2.0" if public.startswith("experimental.") else "before 1.0"
+        doc = f"Legacy alias of ``fn.{alias_of}`` (DALI's name {when}).\n\n{doc}"
     fn.__doc__ = doc
     fn.op_class = op_class  # type: ignore[attr-defined]
     fn.alias_of = alias_of  # type: ignore[attr-defined]
@@ -81,12 +82,18 @@ def warn_deprecated(name: str, in_favor_of: str) -> None:
             return
         _warned.add(name)
     family = in_favor_of.split(".", 1)[0] if "." in in_favor_of else None
-    why = (
-        f"DALI 1.0 moved these operators into the fn.{family} submodule under new names; "
-        f"fn.{name} stays as an alias of fn.{in_favor_of}."
-        if family
-        else f"fn.{name} stays as an alias of fn.{in_favor_of}."
-    )
+    if name.startswith("experimental."):
+        why = (
+            f"DALI 2.0 moved the operator out of fn.experimental; fn.{name} stays as an "
+            f"alias of fn.{in_favor_of}."
+        )
+    elif family:
+        why = (
+            f"DALI 1.0 moved these operators into the fn.{family} submodule under new names; "
+            f"fn.{name} stays as an alias of fn.{in_favor_of}."
+        )
+    else:
+        why = f"fn.{name} stays as an alias of fn.{in_favor_of}."
     with warnings.catch_warnings():
         warnings.simplefilter("default")  # shown even where DeprecationWarnings are ignored
         warnings.warn(

@@ -503,6 +503,22 @@ def crop_mirror_normalize(
 ) -> DataNode:
     """Crops, mirrors, normalizes ``(in - mean) / std * scale + shift``, lays out and casts."""
 
+def dl_tensor_python_function(
+    *inputs: DataNode,
+    function: Any,
+    num_outputs: int = ...,
+    batch_processing: bool = ...,
+    output_layouts: Any = ...,
+    synchronize_stream: bool = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> Any:
+    """Calls ``function`` on DLPack capsules of each sample's inputs (or lists of them per input"""
+
 def element_extract(
     input: DataNode,
     /,
@@ -1330,6 +1346,22 @@ def permute_batch(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """A batch made of the input's samples ``indices[i]``: ``out[i] = in[indices[i]]``."""
+
+def power_spectrum(
+    input: DataNode,
+    /,
+    *,
+    nfft: int | None = ...,
+    axis: int = ...,
+    power: Literal[1, 2] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Calculates the power spectrum of the signal along ``axis`` (``nfft // 2 + 1`` bins)."""
 
 def preemphasis_filter(
     input: DataNode,

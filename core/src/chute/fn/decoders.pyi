@@ -190,6 +190,40 @@ def image_slice(
 ) -> DataNode:
     """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
 
+def inflate(
+    input: DataNode,
+    /,
+    *,
+    shape: int | Sequence[int] | NDArray[Any] | DataNode,
+    dtype: DTypeLike = ...,
+    chunk_offsets: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    chunk_sizes: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    algorithm: str = ...,
+    layout: str = ...,
+    sequence_axis_name: str = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Inflates LZ4-compressed samples (or sequences of chunks) to tensors of ``shape``."""
+
+def numpy(
+    data: DataNode,
+    /,
+    *,
+    dtype: DTypeLike | None = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Decodes NumPy arrays from the bytes of serialized ``.npy`` files (1-D uint8 samples)."""
+
 def video(
     encoded: DataNode,
     /,

@@ -27,10 +27,10 @@ def beta(
     """Numbers in [0, 1] following the beta distribution with ``alpha`` and ``beta``."""
 
 def choice(
-    input: DataNode = ...,
+    a: DataNode,
+    shape_like: DataNode = ...,
     /,
     *,
-    a: Any = ...,
     p: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
     shape: int | Sequence[int] | NDArray[Any] | DataNode = ...,
     dtype: DTypeLike | None = ...,
@@ -41,7 +41,7 @@ def choice(
     bytes_per_sample_hint: int | Sequence[int] | None = ...,
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
-    """Draws from ``a`` (the values, or ``range(a)`` for an integer) with probabilities ``p``."""
+    """Draws from ``a`` (a 1-D array of values, or ``range(a)`` for an integer scalar) with"""
 
 def coin_flip(
     shape_like: DataNode = ...,

@@ -26,9 +26,10 @@ from chute.ops import (  # noqa: F401
     tensor_ops,
     transfer,
 )
-from chute.ops.audio import audio_ops  # noqa: F401
+from chute.ops import dl_tensor_python as _dl_tensor_python  # noqa: F401
+from chute.ops.audio import audio_ops, spectrum_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
-from chute.ops.decoders import image_decoders  # noqa: F401
+from chute.ops.decoders import image_decoders, inflate_ops, numpy_decoder  # noqa: F401
 from chute.ops.detection import (  # noqa: F401
     bbox_ops,
     bbox_rotate,

@@ -414,12 +414,11 @@ class Cat(Operator):
     ) -> DataNode: ...
 
 class Choice(Operator):
-    """Draws from ``a`` (the values, or ``range(a)`` for an integer) with probabilities ``p``."""
+    """Draws from ``a`` (a 1-D array of values, or ``range(a)`` for an integer scalar) with"""
 
     def __init__(
         self,
         *,
-        a: Any = ...,
         p: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         shape: int | Sequence[int] | NDArray[Any] | DataNode = ...,
         dtype: DTypeLike | None = ...,
@@ -732,6 +731,30 @@ class CropMirrorNormalize(Operator):
         *inputs: DataNode,
         **kwargs: Any,
     ) -> DataNode: ...
+
+class DLTensorPythonFunction(Operator):
+    """Calls ``function`` on DLPack capsules of each sample's inputs (or lists of them per input"""
+
+    def __init__(
+        self,
+        *,
+        function: Any,
+        num_outputs: int = ...,
+        batch_processing: bool = ...,
+        output_layouts: Any = ...,
+        synchronize_stream: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
 
 class ElementExtract(Operator):
     """Frames ``element_map[k]`` of each sequence, one output per entry of ``element_map``."""
@@ -1847,6 +1870,28 @@ class PermuteBatch(Operator):
         self,
         *,
         indices: int | Sequence[int] | NDArray[Any] | DataNode,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class PowerSpectrum(Operator):
+    """Calculates the power spectrum of the signal along ``axis`` (``nfft // 2 + 1`` bins)."""
+
+    def __init__(
+        self,
+        *,
+        nfft: int | None = ...,
+        axis: int = ...,
+        power: Literal[1, 2] = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

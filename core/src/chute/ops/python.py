@@ -114,8 +114,15 @@ class PythonFunction(Operator):
             for lay, d in zip(layouts, dtypes)
         ]
 
+    def call(self, function: Any, inputs: Any, args: Any, gpu: bool) -> Any:
+        """Call the user's function on ``inputs`` (samples, or lists of them per input).
+
+        dl_tensor_python_function overrides it to hand over and take back DLPack capsules.
+        """
+        return function(*inputs)
+
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> Any:
-        result = args["function"](*inputs)
+        result = self.call(args["function"], inputs, args, gpu=False)
         return self._check_outputs(ctx.node, result, f"sample {ctx.idx_in_batch}")
 
     def run_batch(self, inputs: list[list[Any]], args: Any, ctx: Any) -> Any:
@@ -123,7 +130,7 @@ class PythonFunction(Operator):
         n = len(ctx.node.outputs)
         if ctx.state is not None:  # parallel=True: the process pool
             return self._run_in_processes(batches, args, ctx)
-        result = args["function"](*batches)
+        result = self.call(args["function"], batches, args, gpu=False)
         return self._check_batch(result, batches, n)
 
     def _run_in_processes(self, batches: list[list[Any]], args: Any, ctx: Any) -> Any:
@@ -156,10 +163,13 @@ class PythonFunction(Operator):
         size = len(batches[0]) if batches else len(ctx.meta)
         function = args["function"]
         if args["batch_processing"]:
-            result = function(*batches)
+            result = self.call(function, batches, args, gpu=True)
             outs = [result] if n == 1 else list(result)
         else:
-            results = [function(*(b[i] for b in batches)) for i in range(size)]
+            results = [
+                self.call(function, tuple(b[i] for b in batches), args, gpu=True)
+                for i in range(size)
+            ]
             if n != 1:
                 for i, r in enumerate(results):
                     if not isinstance(r, (tuple, list)) or len(r) != n:

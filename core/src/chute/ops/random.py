@@ -15,6 +15,7 @@ from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.tensor_ops import convert
+from chute.ops.tensors.constant_ops import as_node
 from chute.runtime.context import sample_generator
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.philox import (
@@ -70,6 +71,7 @@ class Uniform(Operator):
             _SHAPE,
             _DTYPE,
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -140,6 +142,11 @@ _MAX_BATCH_DRAWS = 64
 def _count(shape: Any) -> int:
     return int(np.prod([int(s) for s in shape])) if shape else 1
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.uniform(inputs, args, ctx)
+
 
 def _check_range(rng: tuple[float, float]) -> tuple[float, float]:
     lo, hi = rng
@@ -164,6 +171,7 @@ class Normal(Operator):
             _SHAPE,
             _DTYPE,
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -183,6 +191,11 @@ class Normal(Operator):
         out = ctx.rng.normal(args["mean"], args["stddev"], size=_shape(inputs, args))
         return _as_dtype(out, args["dtype"] or np.float32)
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.normal(inputs, args, ctx)
+
 
 @register(legacy=("coin_flip",))
 class CoinFlip(Operator):
@@ -193,6 +206,7 @@ class CoinFlip(Operator):
         inputs=("shape_like",),
         min_inputs=0,
         args=(Arg("probability", "float", 0.5, "Probability of a 1."), _SHAPE, _DTYPE),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -229,17 +243,22 @@ class CoinFlip(Operator):
         values = flips.astype(node.arg("dtype") or np.int32).reshape(n, 1)
         return [v.reshape(()) for v in values]
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.coin_flip(inputs, args, ctx)
+
 
 @register(ops_aliases=("Choice",))
 class Choice(Operator):
-    """Draws from ``a`` (the values, or ``range(a)`` for an integer) with probabilities ``p``."""
+    """Draws from ``a`` (a 1-D array of values, or ``range(a)`` for an integer scalar) with
+    probabilities ``p``; the output has ``a``'s type and ``shape`` (or ``shape_like``'s)."""
 
     schema = Schema(
         name="random.choice",
-        inputs=("input",),
-        min_inputs=0,
+        inputs=("a", "shape_like"),
+        min_inputs=1,
         args=(
-            Arg("a", "any", None, "Values to choose from, or n for range(n).", per_sample=False),
             Arg("p", "float_list", None, "Probabilities (uniform if not given)."),
             _SHAPE,
             _DTYPE,
@@ -247,50 +266,62 @@ class Choice(Operator):
     )
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        # DALI accepts the values as a constant first input: fn.random.choice([1, 2, 3]).
+        # DALI takes the values as a constant too: fn.random.choice([1, 2, 3]), choice(10)
         if inputs and not isinstance(inputs[0], DataNode):
-            kwargs["a"] = inputs[0]
-            inputs = inputs[1:]
+            pool = _choice_pool(np.asarray(inputs[0]))
+            p = kwargs.get("p")
+            if p is not None and not isinstance(p, DataNode):
+                _check_p(self.schema.arg("p").convert("fn.random.choice", p), len(pool))
+            inputs = (as_node("fn.random.choice", inputs[0]), *inputs[1:])
         return super().__call__(*inputs, **kwargs)
 
-    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
-        a = args.get("a")
-        p = args.get("p")
-        if a is None:
-            return
-        n = int(a) if np.ndim(a) == 0 else len(a)
-        if n < 1:
-            raise ValueError(
-                f"fn.random.choice: argument 'a' must have at least one value, got {a!r}"
-            )
-        if p is not None and (len(p) != n or abs(sum(p) - 1.0) > 1e-6):
-            raise ValueError(
-                f"fn.random.choice: argument 'p' must have {n} probabilities summing to 1, got {p}"
-            )
-
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
-        a = node.arg("a")
-        if node.arg("dtype") is not None:
-            dtype = node.arg("dtype")
-        elif inputs:
-            dtype = inputs[0].dtype
+        dtype = node.arg("dtype") if node.arg("dtype") is not None else inputs[0].dtype
+        if "shape" in node.arg_inputs:
+            ndim = None
+        elif node.arg("shape"):
+            ndim = len(node.arg("shape"))
         else:
-            dtype = np.asarray(a).dtype if np.ndim(a) else np.dtype(np.int32)
-            if dtype == np.int64:
-                dtype = np.dtype(np.int32)
-        shape = node.arg("shape")
-        return [Spec(to_dtype(dtype) if dtype is not None else None, len(shape) if shape else 0)]
+            ndim = inputs[1].ndim if len(inputs) > 1 else 0
+        return [Spec(to_dtype(dtype) if dtype is not None else None, ndim)]
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        a = inputs[0] if inputs else args["a"]
-        if a is None:
-            raise ValueError("give the values to choose from as input or argument 'a'")
-        pool = np.arange(int(a)) if np.ndim(a) == 0 else np.asarray(a)
-        shape = tuple(args["shape"]) or None
+        pool = _choice_pool(inputs[0])
+        if args["shape"]:
+            shape: tuple[int, ...] | None = tuple(int(s) for s in args["shape"])
+        else:
+            shape = tuple(inputs[1].shape) if len(inputs) > 1 else None
         p = args["p"]
+        if p is not None:
+            _check_p(p, len(pool))
+            p = np.asarray(p, np.float64) / np.sum(p, dtype=np.float64)  # float32 p: exact sum
         out = pool[ctx.rng.choice(len(pool), size=shape, p=p)]
-        dtype = args["dtype"] or (np.int32 if pool.dtype == np.int64 else pool.dtype)
-        return np.asarray(out, dtype=dtype)
+        return np.asarray(out, dtype=args["dtype"] or pool.dtype)
+
+
+def _check_p(p: Any, n: int) -> None:
+    if len(p) != n or abs(sum(p) - 1.0) > 1e-6 or min(p) < 0:
+        raise ValueError(
+            f"fn.random.choice: argument 'p' must have {n} non-negative probabilities summing "
+            f"to 1, got {list(p)}"
+        )
+
+
+def _choice_pool(a: np.ndarray) -> np.ndarray:
+    """The values random.choice draws from: ``a`` itself, or ``range(a)`` (``a``'s type)."""
+    if a.ndim == 0:
+        if a.dtype.kind not in "iu":
+            raise TypeError(
+                f"fn.random.choice: a scalar 'a' must be an integer (range(a)), got {a.dtype}"
+            )
+        if int(a) < 1:
+            raise ValueError(f"fn.random.choice: 'a' must be >= 1 to choose from range(a), got {a}")
+        return np.arange(int(a), dtype=a.dtype)
+    if a.ndim != 1:
+        raise ValueError(f"fn.random.choice: 'a' must be a scalar or 1-D, got {a.ndim} dims")
+    if a.size == 0:
+        raise ValueError("fn.random.choice: 'a' must have at least one value")
+    return a
 
 
 @register

@@ -34,12 +34,11 @@ class Beta(Operator):
     ) -> DataNode: ...
 
 class Choice(Operator):
-    """Draws from ``a`` (the values, or ``range(a)`` for an integer) with probabilities ``p``."""
+    """Draws from ``a`` (a 1-D array of values, or ``range(a)`` for an integer scalar) with"""
 
     def __init__(
         self,
         *,
-        a: Any = ...,
         p: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         shape: int | Sequence[int] | NDArray[Any] | DataNode = ...,
         dtype: DTypeLike | None = ...,

@@ -15,12 +15,17 @@ _MASK64 = (1 << 64) - 1
 def philox_key(
     seed: int, node_id: int, epoch: int, iteration: int, sample: int
 ) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
-    """The Philox (key, counter) of a stream: the one layout every drawer of it uses."""
+    """The Philox (key, counter) of a stream: the one layout every drawer of it uses.
+
+    Word 0 of the counter is the block number (the generator moves it on before each
+    block of four words); the position lives in words 1-3, so no two streams share a
+    block. (With the sample in word 0, sample i's fifth word was sample i+1's first.)
+    """
     return (seed & _MASK64, node_id & _MASK64), (
+        0,
         sample & _MASK64,
         iteration & _MASK64,
         epoch & _MASK64,
-        0,
     )
 
 

@@ -41,7 +41,8 @@ T = TypeVar("T", bound=type)
 class Entry:
     """One registered operator class and the extra names it answers to.
 
-    ``legacy``: DALI's pre-1.0 names, snake case ("file_reader"); each gives both
+    ``legacy``: DALI's deprecated names, snake case ("file_reader", or dotted where DALI
+    2.0 moved an operator out of ``experimental``: "experimental.inflate"); each gives both
     ``fn.file_reader`` and ``ops.FileReader``. ``ops_name``: the class name in
     ``ops`` where CamelCase of the schema name is not it ("MFCC").
     ``ops_aliases``: more dotted ``ops`` names ("readers.FileReader").
@@ -116,6 +117,13 @@ def ops_name(entry: Entry) -> str:
     return f"{namespace}.{name}" if namespace else name
 
 
+def _dotted_camel(name: str) -> str:
+    """A legacy name's ``ops`` class: "file_reader" -> "FileReader",
+    "experimental.inflate" -> "experimental.Inflate"."""
+    namespace, _, short = name.rpartition(".")
+    return f"{namespace}.{camel(short)}" if namespace else camel(short)
+
+
 def ops_entries() -> tuple[tuple[str, type], ...]:
     """(dotted name under ``chute.ops``, operator class), sorted; legacy names included.
 
@@ -123,7 +131,7 @@ def ops_entries() -> tuple[tuple[str, type], ...]:
     """
     found: dict[str, type] = {}
     for entry in operators().values():
-        names = [ops_name(entry), *(camel(n) for n in entry.legacy), *entry.ops_aliases]
+        names = [ops_name(entry), *(_dotted_camel(n) for n in entry.legacy), *entry.ops_aliases]
         for name in names:
             known = found.setdefault(name, entry.op_class)
             if known is not entry.op_class:

@@ -82,7 +82,7 @@ class AudioDecoder(Operator):
         return audio, np.array(rate, np.float32)
 
 
-@register
+@register(legacy=("experimental.audio_resample",))
 class AudioResample(Operator):
     """Resamples audio along its first (time) axis, from in_rate to out_rate or by scale."""
 

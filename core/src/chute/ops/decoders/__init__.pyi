@@ -219,6 +219,52 @@ class ImageSlice(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Inflate(Operator):
+    """Inflates LZ4-compressed samples (or sequences of chunks) to tensors of ``shape``."""
+
+    def __init__(
+        self,
+        *,
+        shape: int | Sequence[int] | NDArray[Any] | DataNode,
+        dtype: DTypeLike = ...,
+        chunk_offsets: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        chunk_sizes: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        algorithm: str = ...,
+        layout: str = ...,
+        sequence_axis_name: str = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class Numpy(Operator):
+    """Decodes NumPy arrays from the bytes of serialized ``.npy`` files (1-D uint8 samples)."""
+
+    def __init__(
+        self,
+        *,
+        dtype: DTypeLike | None = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class PeekImageShape(Operator):
     """The (height, width, channels) of each encoded image, read from its header only."""
 

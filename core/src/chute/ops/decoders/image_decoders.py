@@ -196,7 +196,7 @@ def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) ->
     return y0, x0, y0 + crop_h, x0 + crop_w
 
 
-@register(legacy=("image_decoder",))
+@register(legacy=("image_decoder", "experimental.decoders.image"))
 class Image(_DecoderBase):
     """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
 
@@ -239,7 +239,7 @@ class _WindowDecoder(_DecoderBase):
         return image_gpu.image_window_mixed(self, inputs, args, ctx)
 
 
-@register(legacy=("image_decoder_crop",))
+@register(legacy=("image_decoder_crop", "experimental.decoders.image_crop"))
 class ImageCrop(_WindowDecoder):
     """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
 
@@ -292,7 +292,7 @@ class ImageCrop(_WindowDecoder):
         return roi
 
 
-@register(legacy=("image_decoder_slice",))
+@register(legacy=("image_decoder_slice", "experimental.decoders.image_slice"))
 class ImageSlice(_WindowDecoder):
     """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
 
@@ -386,7 +386,7 @@ class ImageSlice(_WindowDecoder):
         return roi
 
 
-@register(legacy=("image_decoder_random_crop",))
+@register(legacy=("image_decoder_random_crop", "experimental.decoders.image_random_crop"))
 class ImageRandomCrop(_DecoderBase):
     """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
 
@@ -468,7 +468,7 @@ class ImageRandomCrop(_DecoderBase):
         return image_gpu.image_random_crop_mixed(self, inputs, args, ctx)
 
 
-@register(ops_aliases=("decoders.PeekImageShape",))
+@register(legacy=("experimental.peek_image_shape",), ops_aliases=("decoders.PeekImageShape",))
 class PeekImageShape(Operator):
     """The (height, width, channels) of each encoded image, read from its header only."""
 

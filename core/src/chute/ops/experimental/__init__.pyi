@@ -4,12 +4,38 @@
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
+from chute.ops.experimental import decoders as decoders
 from chute.ops.experimental import readers as readers
 from chute.runtime.operator import Operator
 from chute.types import OnError
+
+class AudioResample(Operator):
+    """Resamples audio along its first (time) axis, from in_rate to out_rate or by scale."""
+
+    def __init__(
+        self,
+        *,
+        in_rate: float | DataNode | None = ...,
+        out_rate: float | DataNode | None = ...,
+        scale: float | DataNode | None = ...,
+        out_length: int | DataNode | None = ...,
+        dtype: DTypeLike | None = ...,
+        quality: float = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
 
 class Dilate(Operator):
     """Performs a dilation: each pixel becomes the maximum under the structuring element."""
@@ -76,6 +102,55 @@ class Erode(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Filter(Operator):
+    """Convolves the image with the provided filter (a correlation: the filter is not flipped)."""
+
+    def __init__(
+        self,
+        *,
+        anchor: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        border: Literal["reflect_101", "reflect_1001", "reflect", "clamp", "replicate", "wrap", "constant"] = ...,
+        dtype: DTypeLike | None = ...,
+        mode: Literal["same", "valid"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class Inflate(Operator):
+    """Inflates LZ4-compressed samples (or sequences of chunks) to tensors of ``shape``."""
+
+    def __init__(
+        self,
+        *,
+        shape: int | Sequence[int] | NDArray[Any] | DataNode,
+        dtype: DTypeLike = ...,
+        chunk_offsets: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        chunk_sizes: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        algorithm: str = ...,
+        layout: str = ...,
+        sequence_axis_name: str = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class MedianBlur(Operator):
     """Median blur: each pixel becomes the median of its (W, H) window, per channel."""
 
@@ -83,6 +158,28 @@ class MedianBlur(Operator):
         self,
         *,
         window_size: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class PeekImageShape(Operator):
+    """The (height, width, channels) of each encoded image, read from its header only."""
+
+    def __init__(
+        self,
+        *,
+        dtype: DTypeLike = ...,
+        adjust_orientation: bool = ...,
+        image_type: Any = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

@@ -50,7 +50,7 @@ class _LayoutAware(Operator):
         return self.__dict__.get("_layouts", {}).get(node.id)
 
 
-@register
+@register(legacy=("experimental.filter",))
 class Filter(_LayoutAware):
     """Convolves the image with the provided filter (a correlation: the filter is not flipped).
 

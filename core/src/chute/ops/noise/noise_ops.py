@@ -33,6 +33,7 @@ class Gaussian(Operator):
             Arg("mean", "float", 0.0, "Mean of the noise."),
             Arg("stddev", "float", 1.0, "Standard deviation of the noise (>= 0)."),
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -49,6 +50,11 @@ class Gaussian(Operator):
         work = _work_dtype(x.dtype)
         noise = ctx.rng.normal(args["mean"], stddev, size=x.shape).astype(work)
         return convert(x.astype(work) + noise, x.dtype)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops.noise import noise_gpu
+
+        return noise_gpu.gaussian(inputs, args, ctx)
 
 
 @register
@@ -71,6 +77,7 @@ class SaltAndPepper(Operator):
                 per_sample=False,
             ),
         ),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -105,6 +112,11 @@ class SaltAndPepper(Operator):
             noisy, is_salt = noisy[..., None], is_salt[..., None]
         return np.where(noisy, np.where(is_salt, salt, pepper), x).astype(x.dtype, copy=False)
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops.noise import noise_gpu
+
+        return noise_gpu.salt_and_pepper(inputs, args, ctx)
+
 
 def _check_probability(name: str, p: float) -> float:
     if not 0.0 <= p <= 1.0:
@@ -134,6 +146,7 @@ class Shot(Operator):
         name="noise.shot",
         inputs=("input",),
         args=(Arg("factor", "float", 20.0, "Value one event adds (>= 0; 0 keeps the input)."),),
+        devices=("cpu", "gpu"),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
@@ -150,3 +163,8 @@ class Shot(Operator):
         lam = np.maximum(0.0, x.astype(np.float64) / factor)
         events = ctx.rng.poisson(lam)
         return convert((events * factor).astype(_work_dtype(x.dtype)), x.dtype)
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops.noise import noise_gpu
+
+        return noise_gpu.shot(inputs, args, ctx)

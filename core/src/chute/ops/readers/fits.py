@@ -76,7 +76,7 @@ class FitsReader(Operator):
         ),
     )
 
-    def num_outputs(self, args: dict[str, Any]) -> int:
+    def num_outputs(self, args: dict[str, Any], num_inputs: int = 0) -> int:
         return len(args.get("hdu_indices") or (2,))
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:

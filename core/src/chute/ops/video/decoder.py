@@ -27,7 +27,7 @@ PAD_ARGS = (
 )
 
 
-@register
+@register(legacy=("experimental.decoders.video",))
 class VideoDecoder(Operator):
     """Decodes frames of encoded videos (H.264, HEVC, VP8, VP9, AV1, MJPEG, MPEG-4, ...) to FHWC.
 
