@@ -119,7 +119,9 @@ class DataIterator(Iterator):
     outputs come as a list of per-sample arrays, or zero-padded with
     ``pad_ragged=True`` (required with ``sharding``; with several processes the
     padded shapes must agree across them, so prefer dense outputs there).
-    ``batch.real`` counts the real samples of this process's slices.
+    ``batch.real`` counts the real samples of this process's slices and
+    ``batch.real_by_slice`` lists them per pipeline (per slice, in slice order):
+    the first ``real_by_slice[k]`` rows of slice k are real, the rest padding.
     """
 
     shard_info = staticmethod(shard_info)
@@ -219,6 +221,7 @@ class DataIterator(Iterator):
         # jax arrays are made here, per step, where the device of each pipeline is known
         out = Batch()
         out.real = sum(b.real for b in per_pipeline)
+        out.real_by_slice = [b.real for b in per_pipeline]  # type: ignore[attr-defined]
         for name in self.output_map:
             lists = [b[name] for b in per_pipeline]
             out[name] = self._output(name, lists)
