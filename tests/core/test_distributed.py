@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from chute import fn, pipeline_def
@@ -81,6 +83,7 @@ def reader_pipe(shard_id=0, num_shards=1, files=()):
 def test_takes_argument():
     assert takes_argument(reader_pipe, "device_id")  # every @pipeline_def function
     assert takes_argument(reader_pipe, "shard_id")
+    assert takes_argument(functools.partial(reader_pipe, files=[]), "device_id")
     assert not takes_argument(lambda shard_id, num_shards: None, "device_id")
     assert takes_argument(lambda **kw: None, "device_id")
     assert takes_argument(lambda shard_id, num_shards, device_id: None, "device_id")

@@ -11,6 +11,7 @@ dataset. No framework is imported.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -141,7 +142,10 @@ def placement_from(
 def takes_argument(factory: Callable, name: str) -> bool:
     """Whether ``factory(name=...)`` is accepted: a parameter of that name, ``**kwargs``,
     or a pipeline argument of a ``@pipeline_def`` function (``device_id``, ...)."""
-    if name in PIPELINE_ARGS and getattr(factory, "takes_pipeline_args", False):
+    inner = factory
+    while isinstance(inner, functools.partial):  # partial(train_pipe, root) is still one
+        inner = inner.func
+    if name in PIPELINE_ARGS and getattr(inner, "takes_pipeline_args", False):
         return True
     try:
         params = inspect.signature(factory).parameters

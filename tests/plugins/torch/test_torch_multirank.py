@@ -129,12 +129,22 @@ def resume_report(make, folder: str, device) -> dict:
     path = os.path.join(folder, f"checkpoint-{rank}.json")
     with open(path, "w") as f:
         json.dump(it.checkpoints(), f)
+    dist.barrier()  # every rank's checkpoint is written
     rest, _ = run_epoch(it, device)
     resumed_it = chute.torch.DataIterator(make, ["data", "label"], reader_name="R")
     with open(path) as f:
         resumed_it.load_checkpoints(json.load(f))
     resumed, _ = run_epoch(resumed_it, device)
-    return {"before": before, "rest": rest, "resumed": resumed}
+    # the next rank's file, loaded by mistake, is refused: it belongs to another shard
+    other = os.path.join(folder, f"checkpoint-{(rank + 1) % dist.get_world_size()}.json")
+    wrong = chute.torch.DataIterator(make, ["data", "label"], reader_name="R")
+    try:
+        with open(other) as f:
+            wrong.load_checkpoints(json.load(f))
+        refused = ""
+    except ValueError as exc:
+        refused = str(exc)
+    return {"before": before, "rest": rest, "resumed": resumed, "refused": refused}
 
 
 def check_report(report: list[dict], world: int, per_node: int) -> None:
@@ -156,6 +166,7 @@ def check_report(report: list[dict], world: int, per_node: int) -> None:
         assert first != second  # reshuffled for the second epoch, still exact
     for r in report:
         assert r["resume"]["resumed"] == r["resume"]["rest"]
+        assert "saved for another setup: shard_id" in r["resume"]["refused"]
     after_checkpoint = [i for r in report for i in r["resume"]["before"] + r["resume"]["rest"]]
     assert sorted(after_checkpoint) == list(range(SAMPLES))
 
