@@ -16,12 +16,13 @@ import os
 
 import numpy as np
 import pytest
-from _torch_ranks import run_ranks
 
 torch = pytest.importorskip("torch")
 
 import torch.distributed as dist  # noqa: E402
+from _torch_ranks import run_ranks  # noqa: E402
 
+import chute.distributed  # noqa: E402
 import chute.torch  # noqa: E402
 from chute import LastBatchPolicy, fn, pipeline_def  # noqa: E402
 
@@ -97,8 +98,9 @@ def rank_report(folder: str, gpu: bool) -> dict:
     device = torch.device("cuda", place.device_id) if gpu else torch.device("cpu")
     report: dict = {"placement": [place.rank, place.world_size, place.local_rank, place.node_rank]}
     report["device_id"] = place.device_id
-    report["device_if_two_gpus"] = chute.distributed.placement_from(
-        place.rank, place.world_size, 2
+    # on a node with one GPU per process (none here on gloo): the local rank's, not the rank's
+    report["device_if_gpus"] = chute.distributed.placement_from(
+        place.rank, place.world_size, int(os.environ["LOCAL_WORLD_SIZE"])
     ).device_id
     for policy in POLICIES:
         it = chute.torch.DataIterator(
@@ -150,7 +152,7 @@ def resume_report(make, folder: str, device) -> dict:
 def check_report(report: list[dict], world: int, per_node: int) -> None:
     for rank, r in enumerate(report):
         assert r["placement"] == [rank, world, rank % per_node, rank // per_node]
-        assert r["device_if_two_gpus"] == rank % 2  # the local rank's GPU, not the global rank's
+        assert r["device_if_gpus"] == rank % per_node  # the local rank's GPU, not the rank's
     for policy in POLICIES:
         for epoch in range(2):
             views = [r[policy]["epochs"][epoch] for r in report]
@@ -203,12 +205,12 @@ def stream_main(rank: int, folder: str) -> None:
     """Batches read on a side stream of the rank's GPU hold the pipeline's finished values."""
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     files = index_files(os.path.join(folder, str(rank)))
-    it = chute.torch.DataIterator(
-        pipeline_fn(files, gpu=True), ["data", "label"], reader_name="R", auto_reset=True
-    )
     side = torch.cuda.Stream()
     sums = []
-    with torch.cuda.stream(side):
+    with torch.cuda.stream(side):  # the first batch is converted in the constructor
+        it = chute.torch.DataIterator(
+            pipeline_fn(files, gpu=True), ["data", "label"], reader_name="R", auto_reset=True
+        )
         for _ in range(3):
             for (batch,) in it:
                 data = batch["data"].long() * 3  # queued on `side`, after the pipeline's work
