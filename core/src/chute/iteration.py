@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.distributed import PipelineSource, pipelines_for_shard
 from chute.graph.spec import Spec
 from chute.pipeline import Pipeline
 from chute.types import LastBatchPolicy
@@ -37,25 +38,6 @@ __all__ = [
     "output_specs",
     "pipelines_for_shard",
 ]
-
-# What a plugin iterator takes: pipelines, or ``fn(shard_id=..., num_shards=...)``.
-PipelineSource = Pipeline | Sequence[Pipeline] | Callable[..., Pipeline]
-
-
-def pipelines_for_shard(
-    pipelines: PipelineSource, shard: Callable[[], tuple[int, int]]
-) -> Pipeline | list[Pipeline]:
-    """Pipelines as given, or ``pipelines(shard_id=..., num_shards=...)`` with ``shard()``.
-
-    ``shard`` is the framework's ``(shard_id, num_shards)`` of this process (its
-    distributed rank and world size), asked only when ``pipelines`` is a callable.
-    """
-    if isinstance(pipelines, Pipeline):
-        return pipelines
-    if callable(pipelines):
-        shard_id, num_shards = shard()
-        return pipelines(shard_id=shard_id, num_shards=num_shards)
-    return list(pipelines)
 
 
 def output_specs(pipeline: Pipeline, output_map: Sequence[str]) -> dict[str, Spec]:
@@ -115,7 +97,8 @@ class Iterator:
     """Runs one or more pipelines (one per device) and yields a list of :class:`Batch` dicts.
 
     ``pipelines`` is a Pipeline, a list of them, or a callable
-    ``pipeline_fn(shard_id=..., num_shards=...)`` called with :meth:`shard_info`.
+    ``pipeline_fn(shard_id=..., num_shards=...)`` called with :meth:`shard_info`
+    (and ``device_id=`` :meth:`device_info`, where that is not None and it takes one).
     The epoch length comes from the reader named ``reader_name`` (exact,
     identical on every shard), from ``size`` (samples per epoch of this
     shard), or — with neither — from the pipeline raising StopIteration.
@@ -144,7 +127,7 @@ class Iterator:
         last_batch_policy: LastBatchPolicy | str = LastBatchPolicy.FILL,
         prepare_first_batch: bool = True,
     ):
-        pipelines = pipelines_for_shard(pipelines, self.shard_info)
+        pipelines = pipelines_for_shard(pipelines, self.shard_info, self.device_info)
         self.pipelines = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
         if not self.pipelines:
             raise ValueError("Iterator: give at least one pipeline")
@@ -333,6 +316,10 @@ class Iterator:
     def shard_info(self) -> tuple[int, int]:
         """``(shard_id, num_shards)`` for a callable ``pipelines``; plugins ask their framework."""
         return 0, 1
+
+    def device_info(self) -> int | None:
+        """The GPU a callable ``pipelines`` is built on (its ``device_id``); None: as it says."""
+        return None
 
     def convert(self, batch: Any, name: str) -> Any:
         """A pipeline output as handed to the user; plugins return framework tensors."""

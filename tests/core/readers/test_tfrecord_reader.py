@@ -181,6 +181,30 @@ def test_self_index_is_redone_when_the_file_changes(tmp_path, cache):
     assert len(os.listdir(cache)) == 2
 
 
+def test_index_cache_temporary_names_differ_between_hosts(tmp_path, cache, monkeypatch):
+    """Two nodes sharing the cache folder may run processes of one pid: their files differ."""
+    path = tmp_path / "a.tfrecord"
+    write_dataset(path, range(3))
+    written = []
+    real_write = tfrecord_format.write_index
+
+    def spy(target, index):
+        written.append(os.path.basename(target))
+        real_write(target, index)
+
+    monkeypatch.setattr(tfrecord_format, "write_index", spy)
+    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    for host in ("node-a", "node-b"):
+        monkeypatch.setattr(tfrecord_format.socket, "gethostname", lambda host=host: host)
+        for entry in os.listdir(cache) if cache.exists() else []:
+            os.remove(cache / entry)  # index again, as a second node would
+        assert tfrecord_format.record_index(str(path)) == tfrecord.read_index(
+            cache / os.listdir(cache)[0]
+        )
+    assert len(written) == 2 and written[0] != written[1]
+    assert all(name.endswith(".4242.tmp") for name in written)
+
+
 @pytest.mark.parametrize("policy", [LastBatchPolicy.PARTIAL, LastBatchPolicy.FILL])
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_shards_cover_every_record_once_per_epoch(tmp_path, policy, shuffle):

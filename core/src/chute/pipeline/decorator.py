@@ -67,6 +67,9 @@ def pipeline_def(fn: Callable | None = None, **pipeline_kwargs: Any) -> Callable
 
         create.__signature__ = sig  # type: ignore[attr-defined]
         create._is_pipeline_def = True  # type: ignore[attr-defined]  # see do_not_convert
+        # the signature shows the function's own arguments; callers that pass pipeline
+        # arguments (device_id, ...) to a factory they were given look for this mark
+        create.takes_pipeline_args = True  # type: ignore[attr-defined]
         return create
 
     return decorate(fn) if fn is not None else decorate

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import struct
 from collections.abc import Iterable
 
@@ -183,7 +184,8 @@ def record_index(path: str) -> list[tuple[int, int]]:
             pass  # a damaged cache entry: index again
     index = scan(path)
     if cached:
-        tmp = f"{cached}.{os.getpid()}.tmp"
+        # the cache may be on a file system that several nodes share: pids repeat across hosts
+        tmp = f"{cached}.{socket.gethostname()}.{os.getpid()}.tmp"
         try:
             write_index(tmp, index)
             os.replace(tmp, cached)  # atomic: concurrent readers see all or nothing

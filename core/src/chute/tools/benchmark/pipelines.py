@@ -9,18 +9,40 @@ STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
 
 def train_pipeline(
-    root: str, batch_size: int, threads: int, device: str = "cpu", seed: int = 0, **kw: Any
+    root: str,
+    batch_size: int,
+    threads: int,
+    device: str = "cpu",
+    seed: int = 0,
+    device_id: int = 0,
+    shard_id: int = 0,
+    num_shards: int = 1,
+    **kw: Any,
 ) -> Any:
-    """readers.file -> image_random_crop -> resize 224 -> crop_mirror_normalize (fp16 CHW, random flip)."""
+    """readers.file -> image_random_crop -> resize 224 -> crop_mirror_normalize (fp16 CHW, random flip).
+
+    ``device_id`` is the GPU of a ``device="gpu"`` pipeline; ``shard_id`` /
+    ``num_shards`` give the reader its shard (one pipeline per GPU or rank).
+    """
     from chute import fn, pipeline_def, types
 
     gpu = device == "gpu"
 
     @pipeline_def(
-        batch_size=batch_size, num_threads=threads, seed=seed, device_id=0 if gpu else None, **kw
+        batch_size=batch_size,
+        num_threads=threads,
+        seed=seed,
+        device_id=device_id if gpu else None,
+        **kw,
     )
     def pipe():
-        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        jpegs, labels = fn.readers.file(
+            file_root=root,
+            random_shuffle=True,
+            shard_id=shard_id,
+            num_shards=num_shards,
+            name="Reader",
+        )
         images = fn.decoders.image_random_crop(
             jpegs,
             device="mixed" if gpu else "cpu",

@@ -42,6 +42,25 @@ def dali_batches(
     preset: str, root: str, batch: int, threads: int, device: str, cpu_decode: bool = False
 ) -> Iterator[Any]:
     """DALI's version; with ``cpu_decode`` decoding and resizing stay on the CPU (DALI's CPU path)."""
+    p = dali_pipeline(preset, root, batch, threads, device, cpu_decode)
+    p.build()
+    while True:
+        images, _ = p.run()
+        yield images
+
+
+def dali_pipeline(
+    preset: str,
+    root: str,
+    batch: int,
+    threads: int,
+    device: str,
+    cpu_decode: bool = False,
+    device_id: int = 0,
+    shard_id: int = 0,
+    num_shards: int = 1,
+) -> Any:
+    """The DALI pipeline of ``preset`` (outputs images, labels; reader "Reader"), not built."""
     from nvidia.dali import fn, pipeline_def, types
 
     gpu = device == "gpu"
@@ -49,13 +68,17 @@ def dali_batches(
     @pipeline_def(
         batch_size=batch,
         num_threads=threads,
-        device_id=0 if gpu else None,
+        device_id=device_id if gpu else None,
         prefetch_queue_depth=2,
         seed=0,
     )
     def pipe():
         jpegs, labels = fn.readers.file(
-            file_root=root, random_shuffle=preset == "train", name="Reader"
+            file_root=root,
+            random_shuffle=preset == "train",
+            shard_id=shard_id,
+            num_shards=num_shards,
+            name="Reader",
         )
         dev = "mixed" if gpu and not cpu_decode else "cpu"
         if preset in ("decode", "random-crop"):
@@ -88,11 +111,7 @@ def dali_batches(
         )
         return images, labels
 
-    p = pipe()
-    p.build()
-    while True:
-        images, _ = p.run()
-        yield images
+    return pipe()
 
 
 def tv_gpu_batches(preset: str, root: str, batch: int, threads: int, device: str) -> Iterator[Any]:

@@ -27,7 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from chute.jax import clu
 from chute.jax._dali import DALIGenericIterator, DALIGenericPeekableIterator
 from chute.jax._decorator import data_iterator, peekable_data_iterator
-from chute.jax._iterator import DataIterator, shard_info, to_jax
+from chute.jax._iterator import DataIterator, device_id, gpu_id, shard_info, to_jax
 from chute.types import LastBatchPolicy
 
 __all__ = [
@@ -37,6 +37,8 @@ __all__ = [
     "LastBatchPolicy",
     "clu",
     "data_iterator",
+    "device_id",
+    "gpu_id",
     "peekable_data_iterator",
     "shard_info",
     "to_jax",

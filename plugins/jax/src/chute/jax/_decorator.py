@@ -9,7 +9,7 @@ from typing import Any
 
 import jax
 from chute.jax._dali import DALIGenericIterator, DALIGenericPeekableIterator
-from chute.jax._iterator import batch_devices, shard_info, slice_devices
+from chute.jax._iterator import batch_slices, gpu_id, shard_info
 from chute.pipeline import PIPELINE_ARGS, pipeline_def
 from chute.types import LastBatchPolicy
 
@@ -34,11 +34,12 @@ def data_iterator(
     ``seed``, ...); the returned function takes the remaining pipeline
     arguments and the definition function's own (an argument given both to
     the decorator and to the call is a ValueError, as in DALI). ``batch_size`` is the global batch: with
-    ``sharding`` it is split evenly over the devices that hold batch slices,
-    one pipeline per device. If the definition function has ``shard_id`` /
-    ``num_shards`` parameters, they receive each pipeline's shard: its
-    device's slice among all slices of all processes with ``sharding``,
-    else the process index and count (:func:`shard_info`)::
+    ``sharding`` it is split evenly over the slices of the batch on all devices of
+    all processes, and this process builds one pipeline per slice it holds, on
+    that slice's device (``device_id`` = its GPU). If the definition function
+    has ``shard_id`` / ``num_shards`` parameters, they receive each pipeline's
+    shard: its slice's index among all slices of all processes with
+    ``sharding``, else the process index and count (:func:`shard_info`)::
 
         @data_iterator(output_map=["images", "labels"], reader_name="reader", sharding=sharding)
         def iterator_fn(shard_id, num_shards):
@@ -123,36 +124,38 @@ def _decorator(
             if batch_size < 1:
                 raise ValueError("data_iterator: pass batch_size=... (the global batch size)")
             if sharding is None:
-                shards = [shard_info()]
+                shards = [(shard_info(), {})]
                 per_device = batch_size
             else:
-                devices = batch_devices(sharding, batch_size)
-                total = batch_size // len(devices) * len(jax.devices())
-                if batch_size % len(devices):
+                if "device_id" in pipe_kwargs:
                     raise ValueError(
-                        f"data_iterator: batch_size {batch_size} does not split evenly over "
-                        f"{len(devices)} devices"
+                        "data_iterator: with sharding, each pipeline's device_id is its "
+                        "device's; do not pass device_id"
                     )
-                per_device = batch_size // len(devices)
-                # the global order of slices: this process's devices among all of them
-                all_slices = batch_devices_global(sharding, total)
-                shards = [(all_slices.index(d), len(all_slices)) for d in devices]
+                slices = batch_slices(sharding)
+                if batch_size % slices.count:
+                    raise ValueError(
+                        f"data_iterator: batch_size {batch_size} (the global batch) does not "
+                        f"split evenly over the sharding's {slices.count} batch slices"
+                    )
+                per_device = batch_size // slices.count
+                shards = []
+                for index, devices in slices.local:
+                    gpu = gpu_id(devices[0])  # decode on the device that holds the slice
+                    shards.append(
+                        ((index, slices.count), {} if gpu is None else {"device_id": gpu})
+                    )
             pipes = []
-            for shard_id, num_shards in shards:
+            for (shard_id, num_shards), device in shards:
                 fn_kwargs = dict(kwargs)
                 if "shard_id" in params:
                     fn_kwargs["shard_id"] = shard_id
                 if "num_shards" in params:
                     fn_kwargs["num_shards"] = num_shards
-                make = pipeline_def(func, batch_size=per_device, **pipe_kwargs)
+                make = pipeline_def(func, batch_size=per_device, **pipe_kwargs, **device)
                 pipes.append(make(*args, **fn_kwargs))
             return iterator_type(pipes, sharding=sharding, **iterator_kwargs)
 
         return create
 
     return decorate(pipeline_fn) if pipeline_fn is not None else decorate
-
-
-def batch_devices_global(sharding: jax.sharding.Sharding, global_batch: int) -> list[jax.Device]:
-    """All devices (of every process) holding distinct batch slices, in slice order."""
-    return slice_devices(sharding.devices_indices_map((global_batch,)))

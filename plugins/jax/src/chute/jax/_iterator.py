@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from chute.distributed import takes_argument
 from chute.iteration import (
     Batch,
     Iterator,
@@ -26,22 +28,49 @@ def shard_info() -> tuple[int, int]:
     return jax.process_index(), jax.process_count()
 
 
-def batch_devices(sharding: jax.sharding.Sharding, global_batch: int) -> list[jax.Device]:
-    """This process's devices in the order of the batch slices they hold (one pipeline each)."""
-    return slice_devices(sharding.addressable_devices_indices_map((global_batch,)))
+def gpu_id(device: jax.Device) -> int | None:
+    """The CUDA device number (among this process's visible GPUs) of a jax GPU device, else None."""
+    if device.platform != "gpu":
+        return None
+    local = getattr(device, "local_hardware_id", None)
+    return local if local is not None else jax.local_devices(backend="gpu").index(device)
 
 
-def slice_devices(index_map: dict[jax.Device, Any]) -> list[jax.Device]:
-    """One device per distinct batch slice of a sharding's index map, in slice order.
+def device_id() -> int | None:
+    """The GPU of this process's one pipeline without a sharding: its first local GPU, or None."""
+    return gpu_id(jax.local_devices()[0])
 
-    Replicated over other mesh axes, a slice is read by the first of its devices.
+
+@dataclasses.dataclass(frozen=True)
+class BatchSlices:
+    """How a sharding cuts a global batch along its first axis, seen from this process.
+
+    ``count`` slices over all processes (the ``num_shards`` of one pipeline per
+    slice); ``local`` holds this process's slices as ``(slice index, devices)``,
+    the devices that hold that slice (several where the sharding replicates it over
+    other mesh axes), in slice order. The first device of each runs its pipeline.
     """
-    starts: dict[int, jax.Device] = {}
+
+    count: int
+    local: list[tuple[int, list[jax.Device]]]
+
+    @property
+    def local_devices(self) -> list[jax.Device]:
+        """The device that runs each local slice's pipeline, in slice order."""
+        return [devices[0] for _, devices in self.local]
+
+
+def batch_slices(sharding: jax.sharding.Sharding) -> BatchSlices:
+    """The slices of the global batch that ``sharding`` makes, and which are this process's."""
+    # a first axis as long as the device count splits evenly over every mesh axis size
+    index_map = sharding.devices_indices_map((len(sharding.device_set),))
+    starts = sorted({index[0].start or 0 for index in index_map.values()})
+    mine: dict[int, list[jax.Device]] = {}
     for device, index in index_map.items():
-        start = index[0].start or 0
-        if start not in starts or device.id < starts[start].id:
-            starts[start] = device
-    return [starts[s] for s in sorted(starts)]
+        if device.process_index == jax.process_index():
+            mine.setdefault(starts.index(index[0].start or 0), []).append(device)
+    local = [(k, sorted(mine[k], key=lambda d: d.id)) for k in sorted(mine)]
+    return BatchSlices(len(starts), local)
 
 
 def to_jax(array: Any, device: jax.Device | None = None) -> jax.Array:
@@ -72,19 +101,31 @@ class DataIterator(Iterator):
     """Yields one dict of jax.Arrays per step (a :class:`chute.Batch`; ``.real`` = real samples).
 
     ``pipelines`` is a Pipeline, a list (one per device), or a callable
-    ``pipeline_fn(shard_id=..., num_shards=...)`` built with :func:`shard_info`
-    (jax process index / count). With ``sharding`` (a
-    ``jax.sharding.Sharding``, e.g. ``NamedSharding(mesh, P("batch"))``) each
-    pipeline feeds one device's slice of a global batch, assembled with
-    ``jax.make_array_from_single_device_arrays``; pipeline i feeds the i-th
-    slice. Without it, several pipelines' batches are concatenated.
+    ``pipeline_fn(shard_id=..., num_shards=...)``. With ``sharding`` (a
+    ``jax.sharding.Sharding``, e.g. ``NamedSharding(mesh, P("batch"))``) every
+    slice of the global batch along its first axis comes from its own pipeline,
+    run on the device that holds it: the callable is called once per slice of
+    this process with ``shard_id`` = the slice's index among the slices of all
+    processes, ``num_shards`` = their count and, on GPUs, ``device_id`` = that
+    device's GPU (when it takes one); a list gives the pipelines of this
+    process's slices in slice order. Each output is a global array
+    (``jax.make_array_from_single_device_arrays``) whose shape counts the
+    slices of every process, so the same code runs in one process driving N
+    devices and in N processes after ``jax.distributed.initialize()``.
+    Without a sharding, a callable is built with :func:`shard_info` (jax
+    process index / count) and several pipelines' batches are concatenated.
 
     Dense outputs come zero-copy through DLPack where XLA allows it. Ragged
     outputs come as a list of per-sample arrays, or zero-padded with
-    ``pad_ragged=True`` (required with ``sharding``).
+    ``pad_ragged=True`` (required with ``sharding``; with several processes the
+    padded shapes must agree across them, so prefer dense outputs there).
+    ``batch.real`` counts the real samples of this process's slices and
+    ``batch.real_by_slice`` lists them per pipeline (per slice, in slice order):
+    the first ``real_by_slice[k]`` rows of slice k are real, the rest padding.
     """
 
     shard_info = staticmethod(shard_info)
+    device_info = staticmethod(device_id)
 
     def __init__(
         self,
@@ -99,24 +140,23 @@ class DataIterator(Iterator):
         sharding: jax.sharding.Sharding | None = None,
         pad_ragged: bool = False,
     ):
-        pipelines = pipelines_for_shard(pipelines, self.shard_info)
-        pipes = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
         self.sharding = sharding
         self.pad_ragged = pad_ragged
         self._peeked: Batch | None = None
-        self._devices: list[jax.Device | None] = [None] * len(pipes)
-        if sharding is not None:
-            global_batch = sum(p.batch_size for p in pipes)
-            self._devices = batch_devices(sharding, global_batch)
-            if len(self._devices) != len(pipes):
-                raise ValueError(
-                    f"DataIterator: the sharding splits the batch over {len(self._devices)} "
-                    f"devices of this process but {len(pipes)} pipelines were given"
-                )
+        self._slices: BatchSlices | None = None
+        if sharding is None:
+            built = pipelines_for_shard(pipelines, self.shard_info, self.device_info)
+            pipes = [built] if isinstance(built, Pipeline) else list(built)
+        else:
             if as_policy(last_batch_policy) is LastBatchPolicy.PARTIAL:
                 raise ValueError(
                     "DataIterator: sharding needs equal slices: use LastBatchPolicy.FILL or DROP"
                 )
+            self._slices = batch_slices(sharding)
+            pipes = self._pipelines_for_slices(pipelines, self._slices)
+        self._devices: list[jax.Device | None] = (
+            [None] * len(pipes) if self._slices is None else self._slices.local_devices
+        )
         super().__init__(
             pipes,
             output_map,
@@ -127,6 +167,21 @@ class DataIterator(Iterator):
             last_batch_policy=last_batch_policy,
             prepare_first_batch=prepare_first_batch,
         )
+
+    @staticmethod
+    def _pipelines_for_slices(pipelines: PipelineSource, slices: BatchSlices) -> list[Pipeline]:
+        if isinstance(pipelines, Pipeline) or not callable(pipelines):
+            pipes = [pipelines] if isinstance(pipelines, Pipeline) else list(pipelines)
+            if len(pipes) != len(slices.local):
+                raise ValueError(
+                    f"DataIterator: the sharding splits the batch over {len(slices.local)} "
+                    f"devices of this process but {len(pipes)} pipelines were given"
+                )
+            return pipes
+        return [
+            pipelines(**slice_arguments(pipelines, index, slices.count, devices[0]))
+            for index, devices in slices.local
+        ]
 
     def __next__(self) -> Batch:
         if self._peeked is not None:
@@ -166,6 +221,7 @@ class DataIterator(Iterator):
         # jax arrays are made here, per step, where the device of each pipeline is known
         out = Batch()
         out.real = sum(b.real for b in per_pipeline)
+        out.real_by_slice = [b.real for b in per_pipeline]  # type: ignore[attr-defined]
         for name in self.output_map:
             lists = [b[name] for b in per_pipeline]
             out[name] = self._output(name, lists)
@@ -188,10 +244,19 @@ class DataIterator(Iterator):
         else:
             parts = [self._dense(name, t) for t in lists]
         arrays = [to_jax(p, d) for p, d in zip(parts, self._devices)]
-        if self.sharding is not None:
-            shape = (sum(a.shape[0] for a in arrays), *arrays[0].shape[1:])
-            return jax.make_array_from_single_device_arrays(shape, self.sharding, arrays)
+        if self._slices is not None:
+            return self._global_array(arrays, self._slices)
         return arrays[0] if len(arrays) == 1 else self._join(name, arrays)
+
+    def _global_array(self, arrays: list[jax.Array], slices: BatchSlices) -> jax.Array:
+        # one array per addressable device: a slice's pipeline output, copied to its replicas
+        per_device = [
+            array if i == 0 else jax.device_put(array, device)
+            for array, (_, devices) in zip(arrays, slices.local)
+            for i, device in enumerate(devices)
+        ]
+        shape = (arrays[0].shape[0] * slices.count, *arrays[0].shape[1:])
+        return jax.make_array_from_single_device_arrays(shape, self.sharding, per_device)
 
     def _join(self, name: str, arrays: list[jax.Array]) -> jax.Array:
         # several pipelines without a sharding: one batch, pipeline after pipeline
@@ -201,3 +266,14 @@ class DataIterator(Iterator):
         if len(batch):
             return batch
         return empty_batch(batch, self.specs[name])  # an empty PARTIAL batch
+
+
+def slice_arguments(
+    factory: Callable, shard_id: int, num_shards: int, device: jax.Device
+) -> dict[str, int]:
+    """The arguments that build one slice's pipeline: its shard and, on a GPU, its device_id."""
+    kwargs = {"shard_id": shard_id, "num_shards": num_shards}
+    gpu = gpu_id(device)
+    if gpu is not None and takes_argument(factory, "device_id"):
+        kwargs["device_id"] = gpu
+    return kwargs

@@ -8,7 +8,9 @@
 Epochs, shards, last batches and state come from ``chute.iteration``, so
 every plugin sees the same batches. Give ``pipelines`` as a callable
 ``pipeline_fn(shard_id=..., num_shards=...)`` and it is built with
-:func:`shard_info` (torch.distributed rank / world size).
+:func:`shard_info` (torch.distributed's global rank / world size) and, with
+CUDA, ``device_id`` = the local rank's GPU (:func:`placement`; see
+docs/multi-gpu.md for launching on one node or several).
 
 DALI's names work too (``from nvidia.dali.plugin.pytorch import X`` ports to
 ``from chute.torch import X``): ``DALIGenericIterator``,
@@ -32,7 +34,14 @@ from chute.torch._dali import (
     feed_ndarray,
 )
 from chute.torch._dataset import IterableDataset
-from chute.torch._iterator import ClassificationIterator, DataIterator, shard_info, to_torch
+from chute.torch._iterator import (
+    ClassificationIterator,
+    DataIterator,
+    device_id,
+    placement,
+    shard_info,
+    to_torch,
+)
 from chute.torch.python_function import TorchPythonFunction, fn, torch_python_function
 from chute.types import LastBatchPolicy
 
@@ -45,9 +54,11 @@ __all__ = [
     "IterableDataset",
     "LastBatchPolicy",
     "TorchPythonFunction",
+    "device_id",
     "experimental",
     "feed_ndarray",
     "fn",
+    "placement",
     "proxy",
     "shard_info",
     "to_torch",
