@@ -519,6 +519,21 @@ def dl_tensor_python_function(
 ) -> Any:
     """Calls ``function`` on DLPack capsules of each sample's inputs (or lists of them per input"""
 
+def dump_image(
+    input: DataNode,
+    /,
+    *,
+    suffix: str = ...,
+    input_layout: str = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Writes each uint8 image (HWC or CHW, 1 or 3 channels) to"""
+
 def element_extract(
     input: DataNode,
     /,
@@ -1425,6 +1440,22 @@ def random_bbox_crop(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> Any:
     """Draws a random crop window that keeps the bounding boxes (and labels) consistent."""
+
+def random_crop_generator(
+    input: DataNode,
+    /,
+    *,
+    random_area: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+    random_aspect_ratio: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+    num_attempts: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> Any:
+    """A random crop window of each input shape (HW or HWC): outputs anchor (y, x) and"""
 
 def random_resized_crop(
     input: DataNode,

@@ -756,6 +756,27 @@ class DLTensorPythonFunction(Operator):
         **kwargs: Any,
     ) -> Any: ...
 
+class DumpImage(Operator):
+    """Writes each uint8 image (HWC or CHW, 1 or 3 channels) to"""
+
+    def __init__(
+        self,
+        *,
+        suffix: str = ...,
+        input_layout: str = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class ElementExtract(Operator):
     """Frames ``element_map[k]`` of each sequence, one output per entry of ``element_map``."""
 
@@ -1974,6 +1995,28 @@ class RandomBBoxCrop(Operator):
         input_shape: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
         bbox_prune_threshold: float | None = ...,
         output_bbox_indices: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
+
+class RandomCropGenerator(Operator):
+    """A random crop window of each input shape (HW or HWC): outputs anchor (y, x) and"""
+
+    def __init__(
+        self,
+        *,
+        random_area: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+        random_aspect_ratio: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+        num_attempts: int = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
