@@ -22,6 +22,63 @@ def test_data_types_map_to_numpy():
     assert types.DALIInterpType.INTERP_LINEAR is types.INTERP_LINEAR
 
 
+def test_data_type_enum_has_dalis_members_and_values():
+    # DALI 2.4's DALIDataType, as nvidia.dali.types lists it
+    expected = {
+        "NO_TYPE": -1, "UINT8": 0, "UINT16": 1, "UINT32": 2, "UINT64": 3, "INT8": 4,
+        "INT16": 5, "INT32": 6, "INT64": 7, "FLOAT16": 8, "FLOAT": 9, "FLOAT64": 10,
+        "BOOL": 11, "STRING": 12, "_BOOL_VEC": 13, "_INT32_VEC": 14, "_STRING_VEC": 15,
+        "_FLOAT_VEC": 16, "FEATURE": 17, "_FEATURE_VEC": 18, "_FEATURE_DICT": 19,
+        "IMAGE_TYPE": 20, "DATA_TYPE": 21, "INTERP_TYPE": 22, "TENSOR_LAYOUT": 23,
+        "PYTHON_OBJECT": 24, "_TENSOR_LAYOUT_VEC": 25, "_DATA_TYPE_VEC": 26, "_INT64_VEC": 27,
+    }  # fmt: skip
+    assert {k: int(v) for k, v in types.DALIDataType.__members__.items()} == expected
+    assert types.FLOAT is types.DALIDataType.FLOAT and types.DALIDataType(9) is types.FLOAT
+    assert types.FLOAT == 9 and str(types.FLOAT) == "DALIDataType.FLOAT"
+    assert repr(types.UINT8) == "<DALIDataType.UINT8: 0>"
+    # and each element type stands for its NumPy dtype
+    assert np.dtype(types.FLOAT16) == np.float16
+    assert types.FLOAT == np.float32  # noqa: SIM300  (the enum on the left is the point)
+    assert np.float32 == types.FLOAT
+    assert np.zeros(2, types.UINT16).dtype == np.uint16
+    assert np.arange(3).astype(types.INT8).dtype == np.int8
+    assert types.to_dali_type(np.float64) is types.FLOAT64
+    assert types.to_dali_type(np.dtype(np.bool_)) is types.BOOL
+    assert types.to_dali_type("torch.int16") is types.INT16  # str(torch.int16), as DALI reads it
+    with pytest.raises(TypeError, match="IMAGE_TYPE is not an element type"):
+        types.to_numpy_type(types.IMAGE_TYPE)
+    with pytest.raises(TypeError, match="complex64"):
+        types.to_dali_type(np.complex64)
+
+
+def test_image_and_interp_types_have_dalis_values_and_work_as_arguments():
+    assert {k: int(v) for k, v in types.DALIImageType.__members__.items()} == {
+        "RGB": 0, "BGR": 1, "GRAY": 2, "YCbCr": 3, "ANY_DATA": 4, "HSV": 100,
+    }  # fmt: skip
+    assert {k: int(v) for k, v in types.DALIInterpType.__members__.items()} == {
+        "INTERP_NN": 0, "INTERP_LINEAR": 1, "INTERP_CUBIC": 2, "INTERP_LANCZOS3": 3,
+        "INTERP_TRIANGULAR": 4, "INTERP_GAUSSIAN": 5,
+    }  # fmt: skip
+    assert types.INTERP_LINEAR.arg == "linear" and types.YCbCr.arg == "YCbCr"
+    assert types.GRAY.channels == 1 and types.ANY_DATA.channels is None
+
+    @pipeline_def(batch_size=1, num_threads=1)
+    def pipe(interp):
+        x = fn.external_source(
+            source=lambda info: np.array([[[0], [100]]], np.uint8), batch=False, layout="HWC"
+        )
+        gray = fn.color_space_conversion(
+            fn.cat(x, x, x, axis=2), image_type=types.RGB, output_type=types.GRAY
+        )
+        return fn.resize(x, size=(1, 4), interp_type=interp), gray
+
+    nn, gray = pipe(types.INTERP_NN).run()
+    linear, _ = pipe(types.INTERP_LINEAR).run()
+    assert nn.at(0)[0, :, 0].tolist() == [0, 0, 100, 100]
+    assert linear.at(0)[0, :, 0].tolist() == [0, 25, 75, 100]
+    assert gray.at(0)[:, :, 0].tolist() == [[0, 100]]
+
+
 def test_layout_constants_are_tensor_layouts():
     assert (types.NHWC, types.NCHW, types.NFHWC, types.NFCHW) == ("HWC", "CHW", "FHWC", "FCHW")
     assert isinstance(types.NCHW, types.TensorLayout) and isinstance(types.NCHW, str)

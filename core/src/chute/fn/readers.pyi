@@ -7,7 +7,7 @@ from typing import Any, Literal
 from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
-from chute.types import ImageType, OnError
+from chute.types import DALIImageType, OnError
 
 def caffe(
     *,
@@ -276,7 +276,7 @@ def video(
     stride: int = ...,
     pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
     fill_value: int | Sequence[int] | NDArray[Any] = ...,
-    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
     enable_frame_num: bool = ...,
     enable_timestamps: bool = ...,
     random_shuffle: bool = ...,

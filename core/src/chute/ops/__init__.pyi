@@ -16,7 +16,7 @@ from chute.ops import readers as readers
 from chute.ops import reductions as reductions
 from chute.ops import transforms as transforms
 from chute.runtime.operator import Operator
-from chute.types import ImageType, InterpType, OnError
+from chute.types import DALIImageType, DALIInterpType, OnError
 
 class AudioDecoder(Operator):
     """Decodes WAV, FLAC or OGG/Vorbis audio to (time, channels), and gives its sample rate."""
@@ -481,8 +481,8 @@ class ColorSpaceConversion(Operator):
     def __init__(
         self,
         *,
-        image_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | ImageType,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | ImageType,
+        image_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | DALIImageType,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | DALIImageType,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
@@ -506,7 +506,7 @@ class ColorTwist(Operator):
         contrast: float | DataNode = ...,
         hue: float | DataNode = ...,
         saturation: float | DataNode = ...,
-        image_type: Literal["RGB", "BGR"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR"] | DALIImageType = ...,
         dtype: DTypeLike | None = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -1048,7 +1048,7 @@ class Hue(Operator):
         self,
         *,
         hue: float | DataNode = ...,
-        image_type: Literal["RGB", "BGR"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR"] | DALIImageType = ...,
         dtype: DTypeLike | None = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -1070,7 +1070,7 @@ class ImageDecoder(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1112,7 +1112,7 @@ class ImageDecoderCrop(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1159,7 +1159,7 @@ class ImageDecoderRandomCrop(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1204,7 +1204,7 @@ class ImageDecoderSlice(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1257,7 +1257,7 @@ class Jitter(Operator):
         self,
         *,
         nDegree: int | DataNode = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | DataNode = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -1918,7 +1918,7 @@ class RandomResizedCrop(Operator):
         random_area: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         random_aspect_ratio: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         num_attempts: int = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
         antialias: bool = ...,
@@ -2001,7 +2001,7 @@ class Resize(Operator):
         roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         roi_relative: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
         antialias: bool = ...,
@@ -2041,7 +2041,7 @@ class ResizeCropMirror(Operator):
         crop_pos_x: float | DataNode = ...,
         crop_pos_y: float | DataNode = ...,
         mirror: int | DataNode = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
         antialias: bool = ...,
@@ -2094,7 +2094,7 @@ class Rotate(Operator):
         angle: float | DataNode,
         keep_size: bool = ...,
         size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] | None = ...,
         mask: bool | DataNode = ...,
@@ -2118,7 +2118,7 @@ class Saturation(Operator):
         self,
         *,
         saturation: float | DataNode = ...,
-        image_type: Literal["RGB", "BGR"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR"] | DALIImageType = ...,
         dtype: DTypeLike | None = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -2240,7 +2240,7 @@ class Sphere(Operator):
     def __init__(
         self,
         *,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
         mask: bool | DataNode = ...,
@@ -2460,7 +2460,7 @@ class VideoReader(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -2497,7 +2497,7 @@ class WarpAffine(Operator):
         matrix: Any = ...,
         size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         inverse_map: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] | None = ...,
         mask: bool | DataNode = ...,
@@ -2526,7 +2526,7 @@ class Water(Operator):
         freq_y: float | DataNode = ...,
         phase_x: float | DataNode = ...,
         phase_y: float | DataNode = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
         mask: bool | DataNode = ...,

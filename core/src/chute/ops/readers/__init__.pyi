@@ -8,7 +8,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
-from chute.types import ImageType, OnError
+from chute.types import DALIImageType, OnError
 
 class COCO(Operator):
     """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
@@ -382,7 +382,7 @@ class Video(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -427,7 +427,7 @@ class VideoReader(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
