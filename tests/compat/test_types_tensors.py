@@ -5,11 +5,12 @@ from __future__ import annotations
 import ctypes
 import warnings
 
+import cv2
 import numpy as np
 import pytest
 
-import chute.surface
-from chute import Pipeline, fn, pipeline_def, types
+import chute.runtime.deprecated
+from chute import Pipeline, fn, ops, pipeline_def, types
 from chute.tensors import TensorCPU, TensorListCPU
 
 
@@ -155,7 +156,7 @@ def test_tensor_list_as_tensor_reshaped_array_and_copy_to_external():
 
 
 def test_legacy_names_warn_once_with_dalis_text(monkeypatch):
-    monkeypatch.setattr(chute.surface, "_warned", set())
+    monkeypatch.setattr(chute.runtime.deprecated, "_warned", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
 
@@ -166,13 +167,52 @@ def test_legacy_names_warn_once_with_dalis_text(monkeypatch):
         flips, _, draws = pipe().run()
         pipe()
     messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
-    assert [m.splitlines()[0] for m in messages] == [
-        "WARNING: `coin_flip` is now deprecated. Use `random.coin_flip` instead.",
-        "WARNING: `uniform` is now deprecated. Use `random.uniform` instead.",
+    assert messages == [  # DALI 2.4's first line, in chute's module names
+        "WARNING: `chute.fn.coin_flip` is now deprecated. Use `chute.fn.random.coin_flip` instead.",
+        "WARNING: `chute.fn.uniform` is now deprecated. Use `chute.fn.random.uniform` instead.",
     ]
+    assert all(w.filename == __file__ for w in caught)  # pointing at the caller's line
     assert flips.as_array().tolist() == [1, 1]
     assert fn.file_reader.alias_of == "readers.file"
     assert fn.image_decoder.alias_of == "decoders.image"
+
+
+def test_legacy_ops_classes_warn_when_applied_as_dalis_do(monkeypatch):
+    monkeypatch.setattr(chute.runtime.deprecated, "_warned", set())
+
+    class Legacy(Pipeline):
+        def __init__(self):
+            super().__init__(batch_size=2, num_threads=1, seed=0)
+            self.coin = ops.CoinFlip(probability=1.0)  # no warning yet: DALI warns on use
+            self.shapes = ops.Shapes()
+            self.equalize = ops.experimental.Equalize()
+            self.values = ops.random.Uniform(range=(0.0, 1.0))  # today's name: no warning
+
+        def define_graph(self):
+            flips = self.coin()
+            row = fn.cast(fn.stack(flips * 0, flips * 9), dtype=types.UINT8)
+            image = fn.stack(row, row)  # [[0, 9], [0, 9]]
+            return flips, self.shapes(image), self.equalize(image), self.values()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe = Legacy()
+        assert not caught
+        flips, shapes, equalized, _ = pipe.run()
+    assert [str(w.message) for w in caught] == [
+        "WARNING: `chute.ops.CoinFlip` is now deprecated. Use `chute.fn.random.coin_flip` instead.",
+        "WARNING: `chute.ops.Shapes` is now deprecated.\nUse DataNode.shape() instead.",
+        "WARNING: `chute.ops.experimental.Equalize` is now deprecated. Use `chute.fn.equalize` "
+        "instead.\nThe operator left the experimental module; this name stays as an alias.",
+    ]
+    assert {w.category for w in caught} == {DeprecationWarning}
+    assert flips.as_array().tolist() == [1, 1]
+    assert shapes.as_array().tolist() == [[2, 2], [2, 2]]
+    expected = cv2.equalizeHist(np.array([[0, 9], [0, 9]], np.uint8))
+    assert equalized.as_array().tolist() == [expected.tolist()] * 2
+    assert isinstance(pipe.coin, ops.random.CoinFlip) and ops.CoinFlip.__bases__ == (
+        ops.random.CoinFlip,
+    )
 
 
 def test_transpose_without_perm_reverses_the_axes():

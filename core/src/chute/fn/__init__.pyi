@@ -569,6 +569,40 @@ def external_source(
 ) -> Any:
     """Feeds data from Python into the pipeline."""
 
+def fast_resize_crop_mirror(
+    input: DataNode,
+    /,
+    *,
+    resize_x: float | DataNode | None = ...,
+    resize_y: float | DataNode | None = ...,
+    size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    resize_shorter: float | DataNode | None = ...,
+    resize_longer: float | DataNode | None = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    subpixel_scale: bool = ...,
+    crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    crop_h: float | DataNode | None = ...,
+    crop_w: float | DataNode | None = ...,
+    crop_pos_x: float | DataNode = ...,
+    crop_pos_y: float | DataNode = ...,
+    mirror: int | DataNode = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+    min_filter: str | DataNode | None = ...,
+    mag_filter: str | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.resize_crop_mirror``."""
+
 def file_reader(
     *,
     file_root: str | None = ...,
@@ -1655,6 +1689,35 @@ def squeeze(
 ) -> DataNode:
     """Removes the dimensions given as ``axes`` or ``axis_names`` (each of extent 1)."""
 
+def ssd_random_crop(
+    boxes: DataNode,
+    labels: DataNode = ...,
+    /,
+    *,
+    thresholds: float | Sequence[float] | NDArray[Any] = ...,
+    threshold_type: Literal["iou", "overlap"] = ...,
+    aspect_ratio: float | Sequence[float] | NDArray[Any] = ...,
+    scaling: float | Sequence[float] | NDArray[Any] = ...,
+    ltrb: bool = ...,
+    bbox_layout: str | None = ...,
+    shape_layout: str | None = ...,
+    num_attempts: int = ...,
+    total_num_attempts: int = ...,
+    all_boxes_above_threshold: bool = ...,
+    allow_no_crop: bool = ...,
+    crop_shape: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    input_shape: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    bbox_prune_threshold: float | None = ...,
+    output_bbox_indices: bool = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> Any:
+    """Legacy alias of ``fn.random_bbox_crop``."""
+
 def stack(
     *inputs: DataNode,
     axis: int = ...,
@@ -1714,6 +1777,21 @@ def to_decibels(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Converts a magnitude (real, positive) to decibels: multiplier * log10(x / reference)."""
+
+def transform_translation(
+    input: DataNode = ...,
+    /,
+    *,
+    offset: float | Sequence[float] | NDArray[Any] | DataNode,
+    reverse_order: bool = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.transforms.translation``."""
 
 def transpose(
     input: DataNode,

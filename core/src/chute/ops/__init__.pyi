@@ -19,7 +19,7 @@ from chute.runtime.operator import Operator
 from chute.types import DALIImageType, DALIInterpType, OnError
 
 class AudioDecoder(Operator):
-    """Decodes WAV, FLAC or OGG/Vorbis audio to (time, channels), and gives its sample rate."""
+    """Deprecated DALI name of ``ops`` AudioDecoder (use ``fn.decoders.audio``)."""
 
     def __init__(
         self,
@@ -206,7 +206,7 @@ class BrightnessContrast(Operator):
     ) -> DataNode: ...
 
 class COCOReader(Operator):
-    """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
+    """Deprecated DALI name of ``ops`` COCOReader (use ``fn.readers.coco``)."""
 
     def __init__(
         self,
@@ -253,7 +253,7 @@ class COCOReader(Operator):
     ) -> Any: ...
 
 class Caffe2Reader(Operator):
-    """Reads samples from a Caffe2 LMDB of ``TensorProtos``: image, label, extra tensors, bbox."""
+    """Deprecated DALI name of ``ops`` Caffe2Reader (use ``fn.readers.caffe2``)."""
 
     def __init__(
         self,
@@ -290,7 +290,7 @@ class Caffe2Reader(Operator):
     ) -> Any: ...
 
 class CaffeReader(Operator):
-    """Reads (image, label) pairs from a Caffe LMDB of ``Datum`` records."""
+    """Deprecated DALI name of ``ops`` CaffeReader (use ``fn.readers.caffe``)."""
 
     def __init__(
         self,
@@ -406,55 +406,8 @@ class Choice(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
-class CocoReader(Operator):
-    """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
-
-    def __init__(
-        self,
-        *,
-        file_root: str | None = ...,
-        annotations_file: str = ...,
-        images: Sequence[str] | None = ...,
-        ltrb: bool = ...,
-        ratio: bool = ...,
-        skip_empty: bool = ...,
-        size_threshold: float = ...,
-        include_iscrowd: bool = ...,
-        polygon_masks: bool = ...,
-        pixelwise_masks: bool = ...,
-        image_ids: bool = ...,
-        avoid_class_remapping: bool = ...,
-        preprocessed_annotations: str = ...,
-        save_preprocessed_annotations: bool = ...,
-        save_preprocessed_annotations_dir: str = ...,
-        shuffle_after_epoch: bool = ...,
-        random_shuffle: bool = ...,
-        initial_fill: int = ...,
-        shard_id: int = ...,
-        num_shards: int = ...,
-        stick_to_shard: bool = ...,
-        pad_last_batch: bool = ...,
-        read_ahead: bool = ...,
-        dont_use_mmap: bool | None = ...,
-        lazy_init: bool = ...,
-        prefetch_queue_depth: int = ...,
-        skip_cached_images: bool = ...,
-        tensor_init_bytes: int = ...,
-        device: str | None = ...,
-        name: str | None = ...,
-        seed: int | None = ...,
-        preserve: bool | None = ...,
-        bytes_per_sample_hint: int | Sequence[int] | None = ...,
-        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
-    ) -> None: ...
-    def __call__(
-        self,
-        *inputs: DataNode,
-        **kwargs: Any,
-    ) -> Any: ...
-
 class CoinFlip(Operator):
-    """Bernoulli draws: 1 with ``probability``, else 0 (int32 by default)."""
+    """Deprecated DALI name of ``ops`` CoinFlip (use ``fn.random.coin_flip``)."""
 
     def __init__(
         self,
@@ -825,8 +778,48 @@ class ExternalSource(Operator):
         **kwargs: Any,
     ) -> Any: ...
 
+class FastResizeCropMirror(Operator):
+    """Deprecated DALI name of ``ops`` ResizeCropMirror (use ``fn.resize_crop_mirror``)."""
+
+    def __init__(
+        self,
+        *,
+        resize_x: float | DataNode | None = ...,
+        resize_y: float | DataNode | None = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        resize_shorter: float | DataNode | None = ...,
+        resize_longer: float | DataNode | None = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        subpixel_scale: bool = ...,
+        crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        crop_h: float | DataNode | None = ...,
+        crop_w: float | DataNode | None = ...,
+        crop_pos_x: float | DataNode = ...,
+        crop_pos_y: float | DataNode = ...,
+        mirror: int | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+        min_filter: str | DataNode | None = ...,
+        mag_filter: str | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class FileReader(Operator):
-    """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,)."""
+    """Deprecated DALI name of ``ops`` FileReader (use ``fn.readers.file``)."""
 
     def __init__(
         self,
@@ -1065,7 +1058,7 @@ class Hue(Operator):
     ) -> DataNode: ...
 
 class ImageDecoder(Operator):
-    """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
+    """Deprecated DALI name of ``ops`` Image (use ``fn.decoders.image``)."""
 
     def __init__(
         self,
@@ -1107,7 +1100,7 @@ class ImageDecoder(Operator):
     ) -> DataNode: ...
 
 class ImageDecoderCrop(Operator):
-    """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
+    """Deprecated DALI name of ``ops`` ImageCrop (use ``fn.decoders.image_crop``)."""
 
     def __init__(
         self,
@@ -1154,7 +1147,7 @@ class ImageDecoderCrop(Operator):
     ) -> DataNode: ...
 
 class ImageDecoderRandomCrop(Operator):
-    """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
+    """Deprecated DALI name of ``ops`` ImageRandomCrop (use ``fn.decoders.image_random_crop``)."""
 
     def __init__(
         self,
@@ -1199,7 +1192,7 @@ class ImageDecoderRandomCrop(Operator):
     ) -> DataNode: ...
 
 class ImageDecoderSlice(Operator):
-    """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
+    """Deprecated DALI name of ``ops`` ImageSlice (use ``fn.decoders.image_slice``)."""
 
     def __init__(
         self,
@@ -1365,7 +1358,7 @@ class MFCC(Operator):
     ) -> DataNode: ...
 
 class MXNetReader(Operator):
-    """Reads encoded images (uint8, 1-D) and float32 labels from MXNet RecordIO files."""
+    """Deprecated DALI name of ``ops`` MXNetReader (use ``fn.readers.mxnet``)."""
 
     def __init__(
         self,
@@ -1423,42 +1416,8 @@ class MelFilterBank(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
-class MxnetReader(Operator):
-    """Reads encoded images (uint8, 1-D) and float32 labels from MXNet RecordIO files."""
-
-    def __init__(
-        self,
-        *,
-        path: Sequence[str],
-        index_path: Sequence[str],
-        shuffle_after_epoch: bool = ...,
-        random_shuffle: bool = ...,
-        initial_fill: int = ...,
-        shard_id: int = ...,
-        num_shards: int = ...,
-        stick_to_shard: bool = ...,
-        pad_last_batch: bool = ...,
-        read_ahead: bool = ...,
-        dont_use_mmap: bool | None = ...,
-        lazy_init: bool = ...,
-        prefetch_queue_depth: int = ...,
-        skip_cached_images: bool = ...,
-        tensor_init_bytes: int = ...,
-        device: str | None = ...,
-        name: str | None = ...,
-        seed: int | None = ...,
-        preserve: bool | None = ...,
-        bytes_per_sample_hint: int | Sequence[int] | None = ...,
-        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
-    ) -> None: ...
-    def __call__(
-        self,
-        *inputs: DataNode,
-        **kwargs: Any,
-    ) -> Any: ...
-
 class NemoAsrReader(Operator):
-    """Reads audio with its sample rate, transcript and manifest index from NeMo manifests."""
+    """Deprecated DALI name of ``ops`` NemoAsrReader (use ``fn.readers.nemo_asr``)."""
 
     def __init__(
         self,
@@ -1546,7 +1505,7 @@ class Normal(Operator):
     ) -> DataNode: ...
 
 class NormalDistribution(Operator):
-    """Normally distributed numbers with ``mean`` and ``stddev``."""
+    """Deprecated DALI name of ``ops`` Normal (use ``fn.random.normal``)."""
 
     def __init__(
         self,
@@ -1598,7 +1557,7 @@ class Normalize(Operator):
     ) -> DataNode: ...
 
 class NumpyReader(Operator):
-    """Reads arrays from NumPy .npy files (every number and bool dtype, C or Fortran order)."""
+    """Deprecated DALI name of ``ops`` NumpyReader (use ``fn.readers.numpy``)."""
 
     def __init__(
         self,
@@ -2111,6 +2070,40 @@ class Rotate(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class SSDRandomCrop(Operator):
+    """Deprecated DALI name of ``ops`` RandomBBoxCrop (use ``fn.random_bbox_crop``)."""
+
+    def __init__(
+        self,
+        *,
+        thresholds: float | Sequence[float] | NDArray[Any] = ...,
+        threshold_type: Literal["iou", "overlap"] = ...,
+        aspect_ratio: float | Sequence[float] | NDArray[Any] = ...,
+        scaling: float | Sequence[float] | NDArray[Any] = ...,
+        ltrb: bool = ...,
+        bbox_layout: str | None = ...,
+        shape_layout: str | None = ...,
+        num_attempts: int = ...,
+        total_num_attempts: int = ...,
+        all_boxes_above_threshold: bool = ...,
+        allow_no_crop: bool = ...,
+        crop_shape: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        input_shape: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        bbox_prune_threshold: float | None = ...,
+        output_bbox_indices: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
+
 class Saturation(Operator):
     """Scales the saturation of RGB/BGR images (0 = gray, 1 = unchanged)."""
 
@@ -2155,7 +2148,7 @@ class SequenceRearrange(Operator):
     ) -> DataNode: ...
 
 class Shapes(Operator):
-    """The shape of each sample, as a 1-D array."""
+    """Deprecated DALI name of ``ops`` Shapes."""
 
     def __init__(
         self,
@@ -2300,45 +2293,7 @@ class Stack(Operator):
     ) -> DataNode: ...
 
 class TFRecordReader(Operator):
-    """Reads features of tf.train.Example records from TFRecord files."""
-
-    def __init__(
-        self,
-        *,
-        path: Any,
-        index_path: Any = ...,
-        features: Any,
-        check_crc: bool = ...,
-        random_shuffle: bool = ...,
-        initial_fill: int = ...,
-        shard_id: int = ...,
-        num_shards: int = ...,
-        stick_to_shard: bool = ...,
-        pad_last_batch: bool = ...,
-        read_ahead: bool = ...,
-        dont_use_mmap: bool | None = ...,
-        lazy_init: bool = ...,
-        prefetch_queue_depth: int = ...,
-        skip_cached_images: bool = ...,
-        tensor_init_bytes: int = ...,
-        shuffle_after_epoch: bool = ...,
-        shuffle_after_epoch_seed: int | None = ...,
-        use_o_direct: bool = ...,
-        device: str | None = ...,
-        name: str | None = ...,
-        seed: int | None = ...,
-        preserve: bool | None = ...,
-        bytes_per_sample_hint: int | Sequence[int] | None = ...,
-        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
-    ) -> None: ...
-    def __call__(
-        self,
-        *inputs: DataNode,
-        **kwargs: Any,
-    ) -> Any: ...
-
-class TfrecordReader(Operator):
-    """Reads features of tf.train.Example records from TFRecord files."""
+    """Deprecated DALI name of ``ops`` TFRecordReader (use ``fn.readers.tfrecord``)."""
 
     def __init__(
         self,
@@ -2398,6 +2353,27 @@ class ToDecibels(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class TransformTranslation(Operator):
+    """Deprecated DALI name of ``ops`` Translation (use ``fn.transforms.translation``)."""
+
+    def __init__(
+        self,
+        *,
+        offset: float | Sequence[float] | NDArray[Any] | DataNode,
+        reverse_order: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class Transpose(Operator):
     """Permutes the dimensions of each sample (``perm``), with an optional new layout."""
 
@@ -2421,7 +2397,7 @@ class Transpose(Operator):
     ) -> DataNode: ...
 
 class Uniform(Operator):
-    """Uniformly distributed numbers in ``[range[0], range[1])``, or drawn from ``values``."""
+    """Deprecated DALI name of ``ops`` Uniform (use ``fn.random.uniform``)."""
 
     def __init__(
         self,
@@ -2444,7 +2420,7 @@ class Uniform(Operator):
     ) -> DataNode: ...
 
 class VideoReader(Operator):
-    """Reads sequences of frames (FHWC uint8) from video files, with labels and frame numbers."""
+    """Deprecated DALI name of ``ops`` VideoReader (use ``fn.readers.video``)."""
 
     def __init__(
         self,

@@ -4,11 +4,37 @@
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
+from chute.ops.experimental import decoders as decoders
 from chute.runtime.operator import Operator
 from chute.types import OnError
+
+class AudioResample(Operator):
+    """Deprecated DALI name of ``ops`` AudioResample (use ``fn.audio_resample``)."""
+
+    def __init__(
+        self,
+        *,
+        in_rate: float | DataNode | None = ...,
+        out_rate: float | DataNode | None = ...,
+        scale: float | DataNode | None = ...,
+        out_length: int | DataNode | None = ...,
+        dtype: DTypeLike | None = ...,
+        quality: float = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
 
 class Dilate(Operator):
     """Performs a dilation: each pixel becomes the maximum under the structuring element."""
@@ -34,7 +60,7 @@ class Dilate(Operator):
     ) -> DataNode: ...
 
 class Equalize(Operator):
-    """Performs grayscale/per-channel histogram equalization (DALI's experimental name)."""
+    """Deprecated DALI name of ``ops`` ExperimentalEqualize (use ``fn.equalize``)."""
 
     def __init__(
         self,
@@ -75,6 +101,29 @@ class Erode(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Filter(Operator):
+    """Deprecated DALI name of ``ops`` Filter (use ``fn.filter``)."""
+
+    def __init__(
+        self,
+        *,
+        anchor: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        border: Literal["reflect_101", "reflect_1001", "reflect", "clamp", "replicate", "wrap", "constant"] = ...,
+        dtype: DTypeLike | None = ...,
+        mode: Literal["same", "valid"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class MedianBlur(Operator):
     """Median blur: each pixel becomes the median of its (W, H) window, per channel."""
 
@@ -82,6 +131,28 @@ class MedianBlur(Operator):
         self,
         *,
         window_size: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class PeekImageShape(Operator):
+    """Deprecated DALI name of ``ops`` PeekImageShape (use ``fn.peek_image_shape``)."""
+
+    def __init__(
+        self,
+        *,
+        dtype: DTypeLike = ...,
+        adjust_orientation: bool = ...,
+        image_type: Any = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

@@ -4,10 +4,30 @@
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
+from chute.fn.experimental import decoders as decoders
 from chute.graph.node import DataNode
 from chute.types import OnError
+
+def audio_resample(
+    input: DataNode,
+    /,
+    *,
+    in_rate: float | DataNode | None = ...,
+    out_rate: float | DataNode | None = ...,
+    scale: float | DataNode | None = ...,
+    out_length: int | DataNode | None = ...,
+    dtype: DTypeLike | None = ...,
+    quality: float = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.audio_resample``."""
 
 def dilate(
     input: DataNode,
@@ -56,6 +76,25 @@ def erode(
 ) -> DataNode:
     """Performs an erosion: each pixel becomes the minimum under the structuring element."""
 
+def filter(
+    data: DataNode,
+    filter: DataNode,
+    fill_value: DataNode = ...,
+    /,
+    *,
+    anchor: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+    border: Literal["reflect_101", "reflect_1001", "reflect", "clamp", "replicate", "wrap", "constant"] = ...,
+    dtype: DTypeLike | None = ...,
+    mode: Literal["same", "valid"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.filter``."""
+
 def median_blur(
     input: DataNode,
     /,
@@ -69,3 +108,19 @@ def median_blur(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Median blur: each pixel becomes the median of its (W, H) window, per channel."""
+
+def peek_image_shape(
+    encoded: DataNode,
+    /,
+    *,
+    dtype: DTypeLike = ...,
+    adjust_orientation: bool = ...,
+    image_type: Any = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Legacy alias of ``fn.peek_image_shape``."""
