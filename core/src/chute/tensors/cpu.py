@@ -7,11 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from chute.tensors.tensor import TensorCPU, copy_to_pointer
+from chute.tensors.tensor import TensorCPU, check_layout, copy_to_pointer, host_array, is_capsule
 
 
 class TensorListCPU:
     """A batch of ``len(self)`` samples of one dtype and ndim; shapes may differ.
+
+    Made, as in DALI, from one array whose first dimension is the batch (a NumPy
+    array, a DLPack capsule, an object with ``__dlpack__``), from a list of samples
+    (arrays, ``TensorCPU``s, DLPack objects), or from another TensorListCPU (sharing
+    its memory, with a new ``layout``). ``layout`` names the dimensions of a sample.
 
     Dense batches (all shapes equal) are stored, or stacked once on first use,
     as one contiguous array, so that ``as_array()``, ``__array__`` and
@@ -19,9 +24,14 @@ class TensorListCPU:
     never writes to a batch after handing it out.
     """
 
-    def __init__(
-        self, data: np.ndarray | Sequence[Any], layout: str = "", meta: Sequence[dict] | None = None
-    ):
+    def __init__(self, data: Any, layout: str | None = "", meta: Sequence[dict] | None = None):
+        if isinstance(data, TensorListCPU):
+            layout = data.layout() if layout is None else layout
+            meta = data.meta if meta is None else meta
+            data = data._dense if data._dense is not None else list(data._samples or [])
+        one_array = hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple))
+        if one_array or is_capsule(data) or isinstance(data, (np.generic, int, float)):
+            data = host_array(data, "TensorListCPU")
         if isinstance(data, np.ndarray):
             if data.ndim == 0:
                 raise ValueError("a batch needs a leading sample dimension; got a 0-d array")
@@ -29,7 +39,7 @@ class TensorListCPU:
             self._samples: list[np.ndarray] | None = None
         else:
             self._dense = None
-            self._samples = [np.asarray(s) for s in data]
+            self._samples = [host_array(s, f"TensorListCPU sample {i}") for i, s in enumerate(data)]
             kinds = {s.dtype.kind for s in self._samples}
             if kinds == {"U"} or kinds == {"S"}:
                 # Strings (file paths) differ in length, hence in numpy itemsize: one dtype.
@@ -43,7 +53,9 @@ class TensorListCPU:
                             f"sample {i} has dtype {s.dtype} and ndim {s.ndim}, but sample 0 has "
                             f"dtype {first.dtype} and ndim {first.ndim}: a batch has one dtype and ndim"
                         )
-        self._layout = layout or ""
+        self._layout = (
+            check_layout(layout, self.ndim, "TensorListCPU") if len(self) else str(layout or "")
+        )
         self.meta = list(meta) if meta is not None else None
 
     # ---- DALI's TensorList API ----------------------------------------------------------
