@@ -224,6 +224,11 @@ class ExternalSourceReader:
             self._feed.append(data)
             self._fed.notify_all()
 
+    def pending(self) -> int:
+        """Batches fed and not consumed yet."""
+        with self._fed:
+            return len(self._feed)
+
     # ---- source protocol -----------------------------------------------------------------------
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         raw = self._next_raw(batch_size)
