@@ -109,3 +109,12 @@ def test_types_constant_arrays_are_constant_nodes():
     assert grid.as_array().tolist() == [[[1.5, 2.0], [3.0, 4.5]]] * 2
     assert flags.dtype == np.bool_ and flags.as_array().tolist() == [[True, False]] * 2
     assert [n.schema.name for n in p._graph.nodes] == ["constant", "constant"]
+
+
+def test_run_feeds_inputs_in_debug_mode_too():
+    @pipeline_def(batch_size=2, num_threads=1, debug=True)
+    def eager():
+        return fn.external_source(name="x") * 2
+
+    (out,) = eager().run(x=np.array([[1, 2], [3, 4]], np.int32))
+    assert out.as_array().tolist() == [[2, 4], [6, 8]]

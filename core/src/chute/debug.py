@@ -163,10 +163,15 @@ class DebugPipeline(Pipeline):
         self._finalizer = weakref.finalize(self, _close, self._pool, self._sources)
         self._built = True
 
-    def run(self) -> tuple[Any, ...]:
-        """Call the pipeline function once, eagerly; one batch per output."""
+    def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple[Any, ...]:
+        """Call the pipeline function once, eagerly; one batch per output.
+
+        ``pipeline_inputs`` are fed to the external sources of those names first.
+        """
         if not self._built:
             self.build()
+        for name, data in pipeline_inputs.items():
+            self.feed_input(name, data)
         if self._closed:
             raise RuntimeError("the pipeline is closed")
         if self._ended:
