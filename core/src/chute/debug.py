@@ -200,6 +200,12 @@ class DebugPipeline(Pipeline):
         self._iteration += 1
         return tuple(result)
 
+    def serialize(self, define_graph: Any = None, filename: str | None = None) -> bytes:
+        """Refused: a debug pipeline traces a new graph on every run, it has none to write."""
+        raise TypeError(
+            "Pipeline.serialize: a debug pipeline (debug=True) has no fixed graph to serialize"
+        )
+
     def reset(self) -> None:
         """Start the next epoch of the sources."""
         for source in self._sources.values():

@@ -93,7 +93,6 @@ class PipelineViews:
             return {"host_output_bytes": 0, "gpu_output_bytes": 0, **(gpu_pool_bytes() or {})}
         return memory_stats(self._plan, self._executor.stats)
 
-
     def save_graph_to_dot_file(
         self,
         filename: str,
