@@ -118,3 +118,27 @@ def test_run_feeds_inputs_in_debug_mode_too():
 
     (out,) = eager().run(x=np.array([[1, 2], [3, 4]], np.int32))
     assert out.as_array().tolist() == [[2, 4], [6, 8]]
+
+
+def test_constant_inputs_become_constant_nodes_as_in_dali():
+    @pipeline_def(batch_size=2, num_threads=1)
+    def pipe():
+        x = fn.external_source(
+            source=lambda: [np.arange(6, dtype=np.uint8).reshape(2, 3)] * 2, layout="HW"
+        )
+        row = np.array([[9, 9, 9]], np.uint8)
+        ints = fn.transpose([[5, 7, 9]], perm=[1, 0])
+        return fn.cat(x, row, axis=0), ints, fn.transpose([[1.5, 2.5]], perm=[1, 0])
+
+    stacked_rows, ints, transposed = pipe().run()
+    assert stacked_rows.at(1).tolist() == [[0, 1, 2], [3, 4, 5], [9, 9, 9]]
+    assert ints.dtype == np.int32 and ints.at(0).tolist() == [[5], [7], [9]]  # Python ints: INT32
+    assert transposed.dtype == np.float32  # and Python floats FLOAT, as in DALI
+    assert transposed.at(0).tolist() == [[1.5], [2.5]]
+
+    @pipeline_def(batch_size=1, num_threads=1)
+    def text():
+        return fn.flip("abc")
+
+    with pytest.raises(TypeError, match=r"fn.flip: input 0 must be a DataNode .* or a constant"):
+        text()
