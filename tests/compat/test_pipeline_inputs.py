@@ -142,3 +142,22 @@ def test_constant_inputs_become_constant_nodes_as_in_dali():
 
     with pytest.raises(TypeError, match=r"fn.flip: input 0 must be a DataNode .* or a constant"):
         text()
+
+
+def test_one_dtype_for_every_output_of_an_external_source():
+    # DALI's external source tutorial: num_outputs=2 with one dtype for both
+    @pipeline_def(batch_size=2, num_threads=1)
+    def pipe():
+        batch = ([np.zeros(3, np.uint8)] * 2, [np.ones(1, np.uint8)] * 2)
+        return tuple(fn.external_source(source=lambda: batch, num_outputs=2, dtype=types.UINT8))
+
+    images, labels = pipe().run()
+    assert (images.dtype, labels.dtype) == (np.uint8, np.uint8)
+
+    @pipeline_def(batch_size=2, num_threads=1)
+    def wrong():
+        batch = ([np.zeros(3, np.uint8)] * 2, [np.ones(1, np.int32)] * 2)
+        return tuple(fn.external_source(source=lambda: batch, num_outputs=2, dtype=types.UINT8))
+
+    with pytest.raises(Exception, match="int32"):
+        wrong().run()

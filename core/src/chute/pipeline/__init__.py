@@ -14,7 +14,8 @@ from chute.graph.trace import Graph
 from chute.pipeline.checks import check_outputs, decode_checkpoint, per_output
 from chute.pipeline.inputs import PipelineInputs
 from chute.pipeline.options import DEFAULTS, check_options
-from chute.pipeline.state import PipelineState
+from chute.pipeline.serialize import SerializedForm
+from chute.pipeline.state import PipelineState, check_state
 from chute.pipeline.views import PipelineViews
 from chute.types import bind_constant_node
 
@@ -24,7 +25,7 @@ __all__ = ["Pipeline", "pipeline_def"]
 PIPELINE_ARGS = tuple(DEFAULTS)
 
 
-class Pipeline(PipelineState, PipelineInputs, PipelineViews):
+class Pipeline(PipelineState, PipelineInputs, PipelineViews, SerializedForm):
     """A graph of operators that produces one batch per output on each ``run()``.
 
     Define the graph with ``@pipeline_def``, inside ``with pipe:`` followed by
@@ -283,11 +284,16 @@ class Pipeline(PipelineState, PipelineInputs, PipelineViews):
             )
         self._check_declared_outputs(plan)
         self._plan = plan
+        state = None
+        if self._checkpoint_text is not None:
+            state, self._iterator_data = decode_checkpoint(self._checkpoint_text)
+            check_state(state, self._batch_size)
+            # the random streams continue as they were (DALI restores its generators)
+            self._seed = state.get("seed", self._seed)
         self._executor = Executor(plan, self)
         self._finalizer = weakref.finalize(self, Executor.close, self._executor)
         self._built = True
-        if self._checkpoint_text is not None:
-            state, self._iterator_data = decode_checkpoint(self._checkpoint_text)
+        if state is not None:
             self.load_state_dict(state)
             self._restored = True
 
@@ -395,50 +401,6 @@ class Pipeline(PipelineState, PipelineInputs, PipelineViews):
 
     def release_outputs(self) -> None:
         """Accepted for DALI compatibility: a batch returns to the pool when it is dropped."""
-
-    # ---- serialized form (chute.pipeline.serialize) -------------------------------------
-    def serialize(self, define_graph: Any = None, filename: str | None = None) -> bytes:
-        """The pipeline's definition in chute's serialized form (versioned UTF-8 JSON); with
-        ``filename``, also written there (overwritten).
-
-        The form holds operators, arguments, names, seeds and the constructor's
-        arguments, never code: a pipeline with ``python_function`` does not serialize,
-        and an ``external_source`` loses its ``source`` (feed it by name after reading).
-        The pipeline's state is not in it (see ``checkpoint()``). DALI's protobuf form
-        is not written. ``define_graph`` (deprecated in DALI) traces the graph when the
-        pipeline has none yet.
-        """
-        from chute.pipeline import serialize
-
-        return serialize.serialize(self, define_graph, filename)
-
-    @classmethod
-    def deserialize(
-        cls,
-        serialized_pipeline: bytes | str | None = None,
-        filename: str | None = None,
-        **kwargs: Any,
-    ) -> Pipeline:
-        """A built pipeline from ``serialize()``'s output (or the file ``filename``).
-
-        ``kwargs`` override the constructor arguments it holds (``batch_size``,
-        ``num_threads``, ``device_id``, ...); by default the pipeline gets the serialized
-        ones, seed included, and then gives the same outputs as the one serialized.
-        Unknown operators, newer format versions and malformed documents raise
-        ``ValueError`` naming what is at fault.
-        """
-        from chute.pipeline import serialize
-
-        document = serialize.read(serialized_pipeline, filename)
-        pipe = cls(**{**serialize.pipeline_options(document), **kwargs})
-        serialize.define(pipe, document)
-        return pipe
-
-    def deserialize_and_build(self, serialized_pipeline: bytes | str) -> None:
-        """Trace ``serialize()``'s output into this pipeline (with its own arguments) and build."""
-        from chute.pipeline import serialize
-
-        serialize.define(self, serialize.read(serialized_pipeline, None))
 
     def reset(self) -> None:
         """Start the next epoch of the sources (after StopIteration, or to cut one short)."""

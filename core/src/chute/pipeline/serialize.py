@@ -45,7 +45,7 @@ from chute.pipeline.options import closest_name
 from chute.pipeline.serial_values import decode_value, encode_value
 from chute.runtime.registry import operators
 
-__all__ = ["FORMAT", "VERSION", "define", "pipeline_options", "read", "serialize"]
+__all__ = ["FORMAT", "VERSION", "SerializedForm"]
 
 FORMAT = "chute.pipeline"
 VERSION = 1
@@ -264,7 +264,7 @@ def _check_replayed(node: OpNode, entry: dict[str, Any], label: str) -> None:
 
 
 # ---- what Pipeline's methods call -------------------------------------------------------
-def serialize(pipe: Any, define_graph: Any = None, filename: Any = None) -> bytes:
+def serialize_pipeline(pipe: Any, define_graph: Any = None, filename: Any = None) -> bytes:
     """``Pipeline.serialize()``: trace the pipeline if needed, return (and write) its form."""
     if define_graph is not None and not callable(define_graph):
         hint = " (did you mean serialize(filename=...)?)" if isinstance(define_graph, str) else ""
@@ -283,7 +283,7 @@ def serialize(pipe: Any, define_graph: Any = None, filename: Any = None) -> byte
     return data
 
 
-def read(serialized_pipeline: Any, filename: Any) -> dict[str, Any]:
+def read_serialized(serialized_pipeline: Any, filename: Any) -> dict[str, Any]:
     """The checked document from exactly one of ``serialized_pipeline`` and ``filename``."""
     if (serialized_pipeline is None) == (filename is None):
         raise ValueError(
@@ -295,7 +295,7 @@ def read(serialized_pipeline: Any, filename: Any) -> dict[str, Any]:
     return read_document(serialized_pipeline)
 
 
-def define(pipe: Any, document: dict[str, Any]) -> None:
+def define_from(pipe: Any, document: dict[str, Any]) -> None:
     """Trace the document's graph into ``pipe`` (not built, nothing traced yet) and build it."""
     if pipe._built or pipe._graph.nodes:
         raise RuntimeError("Pipeline.deserialize: the pipeline already has a graph")
@@ -303,3 +303,44 @@ def define(pipe: Any, document: dict[str, Any]) -> None:
         outputs = replay(document)
     pipe.set_outputs(*outputs)
     pipe.build()
+
+
+class SerializedForm:
+    """Pipeline's ``serialize()``, ``deserialize()`` and ``deserialize_and_build()`` (a mixin)."""
+
+    def serialize(self, define_graph: Any = None, filename: str | None = None) -> bytes:
+        """The pipeline's definition in chute's serialized form (versioned UTF-8 JSON); with
+        ``filename``, also written there (overwritten).
+
+        The form holds operators, arguments, names, seeds and the constructor's
+        arguments, never code: a pipeline with ``python_function`` does not serialize,
+        and an ``external_source`` loses its ``source`` (feed it by name after reading).
+        The pipeline's state is not in it (see ``checkpoint()``). DALI's protobuf form
+        is not written. ``define_graph`` (deprecated in DALI) traces the graph when the
+        pipeline has none yet.
+        """
+        return serialize_pipeline(self, define_graph, filename)
+
+    @classmethod
+    def deserialize(
+        cls,
+        serialized_pipeline: bytes | str | None = None,
+        filename: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """A built pipeline from ``serialize()``'s output (or the file ``filename``).
+
+        ``kwargs`` override the constructor arguments it holds (``batch_size``,
+        ``num_threads``, ``device_id``, ...); by default the pipeline gets the serialized
+        ones, seed included, and then gives the same outputs as the one serialized.
+        Unknown operators, newer format versions and malformed documents raise
+        ``ValueError`` naming what is at fault.
+        """
+        document = read_serialized(serialized_pipeline, filename)
+        pipe = cls(**{**pipeline_options(document), **kwargs})
+        define_from(pipe, document)
+        return pipe
+
+    def deserialize_and_build(self, serialized_pipeline: bytes | str) -> None:
+        """Trace ``serialize()``'s output into this pipeline (with its own arguments) and build."""
+        define_from(self, read_serialized(serialized_pipeline, None))

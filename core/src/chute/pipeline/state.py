@@ -19,6 +19,7 @@ class PipelineState:
     """Readers' metadata, output specs, the position (state_dict, checkpoint)."""
 
     # set by Pipeline
+    seed: int
     _executor: Any
     _plan: Any
     _graph: Any
@@ -82,13 +83,15 @@ class PipelineState:
 
     # ---- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """The position after the last delivered batch: sources, epoch and iteration."""
+        """The position after the last delivered batch: sources, epoch and iteration, and the
+        seed of the random streams (which ``Pipeline(checkpoint=...)`` takes over)."""
         self.build()
         epoch, iteration = self._executor.last_position
         names = {n.id: n.name for n in self._plan.sources}
         return {
             "version": STATE_VERSION,
             "batch_size": self.batch_size,
+            "seed": self.seed,
             "epoch": epoch,
             "iteration": iteration,
             "sources": {names[k]: v for k, v in self._executor.last_states.items()},
@@ -180,6 +183,11 @@ def check_state(state: Any, batch_size: int) -> None:
             raise ValueError(
                 f"load_state_dict: field {key!r} must be a non-negative integer, got {value!r}"
             )
+    seed = state.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(
+            f"load_state_dict: field 'seed' must be a non-negative integer, got {seed!r}"
+        )
     if not isinstance(state["sources"], dict):
         raise TypeError("load_state_dict: field 'sources' must be a dict of source states")
     saved = state.get("batch_size", batch_size)
