@@ -110,18 +110,25 @@ class PipelineState:
         states = {ids[k]: v for k, v in state["sources"].items()}
         self._executor.restore(state["epoch"], state["iteration"], states)
 
-    def checkpoint(self, iterator_data: Any = None) -> str:
+    def checkpoint(self, filename: str | None = None, *, iterator_data: Any = None) -> str:
         """The pipeline's position as a string; ``Pipeline(checkpoint=...)`` continues from it.
 
-        Needs ``enable_checkpointing=True`` (as in DALI). ``iterator_data`` (anything
-        JSON can hold) comes back as ``pipe.iterator_data`` after the restore.
+        Needs ``enable_checkpointing=True`` (as in DALI). With ``filename`` (DALI's
+        argument), the checkpoint is also written there (overwritten; UTF-8, so reading it
+        back as bytes or as text both restore). ``iterator_data`` (anything JSON can hold)
+        comes back as ``pipe.iterator_data`` after the restore. DALI returns bytes; chute
+        returns a str, and ``Pipeline(checkpoint=...)`` takes either.
         """
         if not self.enable_checkpointing:
             raise RuntimeError(
                 "Pipeline.checkpoint(): checkpointing is not enabled; create the pipeline "
                 "with enable_checkpointing=True"
             )
-        return encode_checkpoint(self.state_dict(), iterator_data)
+        text = encode_checkpoint(self.state_dict(), iterator_data)
+        if filename is not None:
+            with open(filename, "wb") as f:
+                f.write(text.encode())
+        return text
 
     # ---- reader information ----------------------------------------------------------------
     def _readers(self) -> dict[str, Any]:
