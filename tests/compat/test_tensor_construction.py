@@ -96,6 +96,35 @@ def test_tensor_from_capsule_exporter_and_array_protocols():
     assert target.tolist() == [[0, 1, 2], [3, 4, 5]]
 
 
+def test_set_layout_reinterpret_data_ptr_broadcast_reset():
+    data = np.arange(6, dtype=np.int32).reshape(2, 3)
+    batch = TensorListCPU(data, "X")
+    batch.set_layout("W")
+    assert batch.layout() == "W"
+    with pytest.raises(ValueError, match="layout 'HW' has 2 dimensions but the data has 1"):
+        batch.set_layout("HW")
+    assert batch.data_ptr() == data.ctypes.data
+    batch.reinterpret(types.FLOAT)  # same 4-byte elements, seen as float32
+    assert batch.dtype == np.float32
+    assert batch.as_array().view(np.int32).tolist() == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(ValueError, match="4-byte elements, int16 2-byte ones"):
+        batch.reinterpret(types.INT16)
+    sample = TensorCPU(np.array([7, 8], np.uint8), "C")
+    sample.reinterpret(np.int8)
+    sample.set_layout("W")
+    assert sample.dtype == np.int8 and sample.layout() == "W"
+    assert sample.get_property("layout") == "W" and sample.get_property("source_info") == ""
+    repeated = TensorListCPU.broadcast(TensorCPU(np.array([1, 2]), "A"), 3)
+    assert repeated.shape() == [(2,)] * 3 and repeated.layout() == "A"
+    assert repeated.as_array().tolist() == [[1, 2]] * 3
+    listed = TensorListCPU.from_dlpack_list(
+        [Exporter(np.ones(2)), Exporter(np.zeros(2))], "A", True
+    )
+    assert listed.is_dense_tensor() and listed.as_array().tolist() == [[1, 1], [0, 0]]
+    listed.reset()
+    assert len(listed) == 0 and listed.data_ptr() == 0
+
+
 @pytest.mark.gpu
 def test_gpu_batches_and_tensors_from_cupy_capsules_and_lists():
     import cupy as cp
@@ -117,3 +146,10 @@ def test_gpu_batches_and_tensors_from_cupy_capsules_and_lists():
         TensorListGPU(data, "HWC")
     with pytest.raises(TypeError, match="TensorListGPU"):
         TensorListGPU(np.zeros((2, 2)))  # host memory
+    batch = TensorListGPU(cp.arange(6, dtype=cp.int32).reshape(2, 3), "X")
+    batch.reinterpret(types.FLOAT)
+    batch.set_layout("W")
+    assert batch.dtype == np.float32 and batch.layout() == "W"
+    assert batch.data_ptr() == batch.as_array().data.ptr
+    repeated = TensorListGPU.broadcast(TensorGPU(cp.array([1, 2])), 3)
+    assert repeated.as_cpu().as_array().tolist() == [[1, 2]] * 3

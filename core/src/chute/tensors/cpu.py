@@ -7,7 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from chute.tensors.tensor import TensorCPU, check_layout, copy_to_pointer, host_array, is_capsule
+from chute.tensors.tensor import (
+    TensorCPU,
+    check_layout,
+    copy_to_pointer,
+    host_array,
+    is_capsule,
+    reinterpreted,
+)
 
 
 class TensorListCPU:
@@ -99,6 +106,51 @@ class TensorListCPU:
     def layout(self) -> str:
         """The samples' layout ("HWC", ...); "" when unknown."""
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the samples' dimensions anew (DALI's ``set_layout``); checked against them."""
+        self._layout = (
+            check_layout(layout, self.ndim, "TensorListCPU.set_layout")
+            if len(self)
+            else (layout or "")
+        )
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View every sample's elements as ``new_type`` of the same size, in place (no copy)."""
+        dtype = reinterpreted(self.dtype, new_type, "TensorListCPU")
+        if self._dense is not None:
+            self._dense = self._dense.view(dtype)
+        else:
+            self._samples = [s.view(dtype) for s in self._samples or []]
+
+    def data_ptr(self) -> int:
+        """The address of the first element (of the dense batch, or of sample 0); 0 if empty."""
+        if not len(self):
+            return 0
+        first = self._dense if self._dense is not None else self._samples[0]  # type: ignore[index]
+        return int(first.ctypes.data)
+
+    def reset(self) -> None:
+        """Make the batch empty (DALI's ``reset``)."""
+        self._dense, self._samples, self.meta = None, [], None
+
+    @staticmethod
+    def broadcast(sample: Any, n: int) -> TensorListCPU:
+        """A batch of ``n`` copies of ``sample`` (a TensorCPU or an array), as views."""
+        tensor = sample if isinstance(sample, TensorCPU) else TensorCPU(sample)
+        array = tensor.as_array()
+        return TensorListCPU(np.broadcast_to(array, (int(n), *array.shape)), tensor.layout())
+
+    @classmethod
+    def from_dlpack_list(
+        cls, list_of_objects: Sequence[Any], layout: str | None = None, contiguous: bool = False
+    ) -> TensorListCPU:
+        """A batch of DLPack objects (CPU tensors), one per sample; ``contiguous`` copies
+        them into one array when they share a shape."""
+        batch = cls(list(list_of_objects), layout)
+        if contiguous and len(batch) and batch.is_dense_tensor():
+            batch.as_array()
+        return batch
 
     def shape(self) -> list[tuple[int, ...]]:
         """The shape of every sample."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from chute.tensors.cpu import TensorListCPU
-from chute.tensors.tensor import TensorCPU, check_layout, is_capsule
+from chute.tensors.tensor import TensorCPU, check_layout, is_capsule, reinterpreted
 
 
 def device_array(data: Any, what: str) -> Any:
@@ -67,6 +67,14 @@ class TensorGPU:
 
     def layout(self) -> str:
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
+        self._layout = check_layout(layout, self._array.ndim, "TensorGPU.set_layout")
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View the elements as ``new_type`` of the same size, in place (no copy)."""
+        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorGPU"))
 
     def as_array(self) -> Any:
         """The sample as a CuPy array (no copy)."""
@@ -242,6 +250,51 @@ class TensorListGPU:
 
     def layout(self) -> str:
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the samples' dimensions anew (DALI's ``set_layout``); checked against them."""
+        ndim = len(self.shape()[0]) if len(self) else 0
+        self._layout = (
+            check_layout(layout, ndim, "TensorListGPU.set_layout") if len(self) else (layout or "")
+        )
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View every sample's elements as ``new_type`` of the same size, in place (no copy)."""
+        dtype = reinterpreted(self.dtype, new_type, "TensorListGPU")
+        if self._dense is not None:
+            self._dense = self._dense.view(dtype)
+        else:
+            self._samples = [x.view(dtype) for x in self._samples or []]
+
+    def data_ptr(self) -> int:
+        """The device address of the first element (of the dense batch, or of sample 0)."""
+        if not len(self):
+            return 0
+        first = self._dense if self._dense is not None else self._samples[0]  # type: ignore[index]
+        return int(first.data.ptr)
+
+    def reset(self) -> None:
+        """Make the batch empty (DALI's ``reset``)."""
+        self._dense, self._samples = None, []
+
+    @staticmethod
+    def broadcast(sample: Any, n: int) -> TensorListGPU:
+        """A batch of ``n`` copies of ``sample`` (a TensorGPU or GPU array), as views."""
+        tensor = sample if isinstance(sample, TensorGPU) else TensorGPU(sample)
+        array = tensor.as_array()
+        cp = cupy_module()
+        return TensorListGPU(cp.broadcast_to(array, (int(n), *array.shape)), tensor.layout())
+
+    @classmethod
+    def from_dlpack_list(
+        cls, list_of_objects: Any, layout: str | None = None, contiguous: bool = False
+    ) -> TensorListGPU:
+        """A batch of DLPack objects (GPU tensors), one per sample; ``contiguous`` stacks
+        them into one array when they share a shape."""
+        batch = cls(list(list_of_objects), layout)
+        if contiguous and len(batch) and batch.is_dense_tensor():
+            batch.as_array()
+        return batch
 
     def shape(self) -> list[tuple[int, ...]]:
         if self._dense is not None:

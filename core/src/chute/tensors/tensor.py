@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TensorCPU", "check_layout", "copy_to_pointer", "host_array"]
+__all__ = ["TensorCPU", "check_layout", "copy_to_pointer", "host_array", "reinterpreted"]
 
 
 def is_capsule(obj: Any) -> bool:
@@ -54,6 +54,18 @@ def host_array(data: Any, what: str) -> np.ndarray:
             "goes to TensorListGPU / TensorGPU"
         ) from None
     return np.asarray(data)
+
+
+def reinterpreted(dtype: np.dtype, new_type: Any, what: str) -> np.dtype:
+    """``new_type`` (a ``types.*`` data type or NumPy dtype) for data of ``dtype`` seen anew:
+    the element size must stay (DALI's ``reinterpret``)."""
+    new = np.dtype(new_type)
+    if new.itemsize != dtype.itemsize:
+        raise ValueError(
+            f"{what}.reinterpret: {dtype} has {dtype.itemsize}-byte elements, {new} "
+            f"{new.itemsize}-byte ones; the element size must not change"
+        )
+    return new
 
 
 def check_layout(layout: Any, ndim: int, what: str) -> str:
@@ -114,6 +126,22 @@ class TensorCPU:
 
     def layout(self) -> str:
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
+        self._layout = check_layout(layout, self._array.ndim, "TensorCPU.set_layout")
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View the elements as ``new_type`` of the same size, in place (no copy)."""
+        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorCPU"))
+
+    def get_property(self, key: str) -> Any:
+        """A property of the sample, as DALI names them: "source_info" or "layout"."""
+        if key == "source_info":
+            return self.source_info()
+        if key == "layout":
+            return self._layout
+        raise KeyError(f"TensorCPU.get_property: unknown property {key!r} (source_info, layout)")
 
     def source_info(self) -> str:
         """Where the sample came from (the reader's file path), or ""."""
