@@ -55,6 +55,8 @@ TEST_DEPS = [
     "astropy>=5",  # tile-compressed FITS images (fn.experimental.readers.fits)
     "lz4>=4",
 ]
+# DALI itself, for the parity session only (its CPU operators run without a GPU).
+DALI = "nvidia-dali-cuda130==2.4.0"
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 
@@ -66,6 +68,7 @@ LOCK_INPUTS: dict[str, tuple[list[str] | None, list[str]]] = {
     "docs": ([], DOCS_DEPS),
     "wheel": ([], WHEEL_DEPS),
     **{framework: ([], [*FRAMEWORKS[framework], *TEST_DEPS]) for framework in FRAMEWORKS},
+    "dali_parity": ([], [*TEST_DEPS, DALI]),
 }
 
 
@@ -144,6 +147,17 @@ def latest(session: nox.Session) -> None:
     session.install("--upgrade", "-e", "core", *TEST_DEPS)
     session.run("uv", "pip", "list")
     session.run("pytest", "-q", "tests/core", *session.posargs)
+
+
+@nox.session(default=False)
+def dali_parity(session: nox.Session) -> None:
+    """chute's CPU outputs against DALI 2.4's for the same inputs (tests/dali_parity).
+
+    Not in the default run: it downloads DALI (about 190 MB). Its own lock (DALI pins
+    some packages below the core lock's); the tests skip when DALI does not import.
+    """
+    session.install("-c", _lock(session, "dali_parity"), "-e", "core", *TEST_DEPS, DALI)
+    session.run("pytest", "-q", "tests/dali_parity", *session.posargs)
 
 
 @nox.session

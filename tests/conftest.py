@@ -1,8 +1,17 @@
-"""Shared test configuration: the `gpu` / `multigpu` markers and the plugin suite's --framework option."""
+"""Shared test configuration: the `gpu` / `multigpu` markers, the plugin suite's --framework
+option, and the runner of the ported DALI examples (examples/dali_ports)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
+
+DALI_PORTS = Path(__file__).resolve().parents[1] / "examples" / "dali_ports"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,3 +44,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs an NVIDIA GPU and CuPy"))
         elif item.get_closest_marker("multigpu") and gpus < 2:
             item.add_marker(pytest.mark.skip(reason=f"needs 2 or more NVIDIA GPUs, found {gpus}"))
+
+
+@pytest.fixture
+def run_dali_port() -> Callable[..., list[str]]:
+    """Run ``examples/dali_ports/<script>`` in a fresh interpreter (this one's ``sys.path``);
+    return what it printed, line by line, after checking that it exited with 0."""
+
+    def run(script: str, *args: str, timeout: float = 300) -> list[str]:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        result = subprocess.run(
+            [sys.executable, str(DALI_PORTS / script), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+        assert result.returncode == 0, (
+            f"{script} exited with {result.returncode}:\n{result.stderr[-3000:]}"
+        )
+        return result.stdout.splitlines()
+
+    return run

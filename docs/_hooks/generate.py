@@ -49,7 +49,9 @@ def _aliases() -> dict[type, list[str]]:
 
     names: dict[type, list[str]] = {}
     for dotted, cls in ops_entries():
-        names.setdefault(cls, []).append(f"ops.{dotted}")
+        # a deprecated DALI name is a subclass of its operator that warns
+        operator = cls.__bases__[0] if "deprecated" in vars(cls) else cls
+        names.setdefault(operator, []).append(f"ops.{dotted}")
     for dotted, func in fn_entries():
         if getattr(func, "alias_of", None):
             names.setdefault(func.op_class, []).append(f"fn.{dotted}")

@@ -145,6 +145,36 @@ def test_checkpoint_restores_the_next_batch(images):
         pipe(checkpoint="{}").build()
 
 
+def test_a_checkpoint_carries_the_random_streams_to_a_pipeline_of_another_seed(images, tmp_path):
+    # DALI's tutorial restores without fixing the seed: the random operators continue as
+    # they were, as DALI restores its generators
+    @pipeline_def(batch_size=2, num_threads=1, enable_checkpointing=True)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=str(images), random_shuffle=True, name="R")
+        return labels, fn.random.uniform(range=(0.0, 1.0)), fn.random.coin_flip()
+
+    p = pipe()
+    for _ in range(3):
+        p.run()
+    q = pipe(checkpoint=p.checkpoint(), seed=p.seed + 1)  # the checkpoint's seed wins
+    q.build()
+    assert q.seed == p.seed
+    for _ in range(4):
+        want = [b.as_array().tolist() for b in p.run()]
+        assert [b.as_array().tolist() for b in q.run()] == want
+    path = tmp_path / "checkpoint"
+    text = p.checkpoint(str(path))  # DALI's filename argument
+    assert path.read_bytes() == text.encode()
+    from_file = pipe(checkpoint=path.read_bytes())  # DALI writes bytes; read them back
+    assert [b.as_array().tolist() for b in from_file.run()] == [
+        b.as_array().tolist() for b in p.run()
+    ]
+    state = p.state_dict()
+    assert state["seed"] == p.seed
+    with pytest.raises(ValueError, match="field 'seed' must be a non-negative integer"):
+        p.load_state_dict({**state, "seed": "x"})
+
+
 class LegacyPipe(Pipeline):
     """DALI's legacy style: ops in __init__, set_outputs from the constructor."""
 

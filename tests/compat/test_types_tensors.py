@@ -5,11 +5,12 @@ from __future__ import annotations
 import ctypes
 import warnings
 
+import cv2
 import numpy as np
 import pytest
 
-import chute.surface
-from chute import Pipeline, fn, pipeline_def, types
+import chute.runtime.deprecated
+from chute import Pipeline, fn, ops, pipeline_def, types
 from chute.tensors import TensorCPU, TensorListCPU
 
 
@@ -20,6 +21,63 @@ def test_data_types_map_to_numpy():
     assert np.dtype(np.int64) == types.DALIDataType.INT64
     assert types.DALIImageType.RGB is types.RGB
     assert types.DALIInterpType.INTERP_LINEAR is types.INTERP_LINEAR
+
+
+def test_data_type_enum_has_dalis_members_and_values():
+    # DALI 2.4's DALIDataType, as nvidia.dali.types lists it
+    expected = {
+        "NO_TYPE": -1, "UINT8": 0, "UINT16": 1, "UINT32": 2, "UINT64": 3, "INT8": 4,
+        "INT16": 5, "INT32": 6, "INT64": 7, "FLOAT16": 8, "FLOAT": 9, "FLOAT64": 10,
+        "BOOL": 11, "STRING": 12, "_BOOL_VEC": 13, "_INT32_VEC": 14, "_STRING_VEC": 15,
+        "_FLOAT_VEC": 16, "FEATURE": 17, "_FEATURE_VEC": 18, "_FEATURE_DICT": 19,
+        "IMAGE_TYPE": 20, "DATA_TYPE": 21, "INTERP_TYPE": 22, "TENSOR_LAYOUT": 23,
+        "PYTHON_OBJECT": 24, "_TENSOR_LAYOUT_VEC": 25, "_DATA_TYPE_VEC": 26, "_INT64_VEC": 27,
+    }  # fmt: skip
+    assert {k: int(v) for k, v in types.DALIDataType.__members__.items()} == expected
+    assert types.FLOAT is types.DALIDataType.FLOAT and types.DALIDataType(9) is types.FLOAT
+    assert types.FLOAT == 9 and str(types.FLOAT) == "DALIDataType.FLOAT"
+    assert repr(types.UINT8) == "<DALIDataType.UINT8: 0>"
+    # and each element type stands for its NumPy dtype
+    assert np.dtype(types.FLOAT16) == np.float16
+    assert types.FLOAT == np.float32  # noqa: SIM300  (the enum on the left is the point)
+    assert np.float32 == types.FLOAT
+    assert np.zeros(2, types.UINT16).dtype == np.uint16
+    assert np.arange(3).astype(types.INT8).dtype == np.int8
+    assert types.to_dali_type(np.float64) is types.FLOAT64
+    assert types.to_dali_type(np.dtype(np.bool_)) is types.BOOL
+    assert types.to_dali_type("torch.int16") is types.INT16  # str(torch.int16), as DALI reads it
+    with pytest.raises(TypeError, match="IMAGE_TYPE is not an element type"):
+        types.to_numpy_type(types.IMAGE_TYPE)
+    with pytest.raises(TypeError, match="complex64"):
+        types.to_dali_type(np.complex64)
+
+
+def test_image_and_interp_types_have_dalis_values_and_work_as_arguments():
+    assert {k: int(v) for k, v in types.DALIImageType.__members__.items()} == {
+        "RGB": 0, "BGR": 1, "GRAY": 2, "YCbCr": 3, "ANY_DATA": 4, "HSV": 100,
+    }  # fmt: skip
+    assert {k: int(v) for k, v in types.DALIInterpType.__members__.items()} == {
+        "INTERP_NN": 0, "INTERP_LINEAR": 1, "INTERP_CUBIC": 2, "INTERP_LANCZOS3": 3,
+        "INTERP_TRIANGULAR": 4, "INTERP_GAUSSIAN": 5,
+    }  # fmt: skip
+    assert types.INTERP_LINEAR.arg == "linear" and types.YCbCr.arg == "YCbCr"
+    assert types.GRAY.channels == 1 and types.ANY_DATA.channels is None
+
+    @pipeline_def(batch_size=1, num_threads=1)
+    def pipe(interp):
+        x = fn.external_source(
+            source=lambda info: np.array([[[0], [100]]], np.uint8), batch=False, layout="HWC"
+        )
+        gray = fn.color_space_conversion(
+            fn.cat(x, x, x, axis=2), image_type=types.RGB, output_type=types.GRAY
+        )
+        return fn.resize(x, size=(1, 4), interp_type=interp), gray
+
+    nn, gray = pipe(types.INTERP_NN).run()
+    linear, _ = pipe(types.INTERP_LINEAR).run()
+    assert nn.at(0)[0, :, 0].tolist() == [0, 0, 100, 100]
+    assert linear.at(0)[0, :, 0].tolist() == [0, 25, 75, 100]
+    assert gray.at(0)[:, :, 0].tolist() == [[0, 100]]
 
 
 def test_layout_constants_are_tensor_layouts():
@@ -98,7 +156,7 @@ def test_tensor_list_as_tensor_reshaped_array_and_copy_to_external():
 
 
 def test_legacy_names_warn_once_with_dalis_text(monkeypatch):
-    monkeypatch.setattr(chute.surface, "_warned", set())
+    monkeypatch.setattr(chute.runtime.deprecated, "_warned", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
 
@@ -109,13 +167,52 @@ def test_legacy_names_warn_once_with_dalis_text(monkeypatch):
         flips, _, draws = pipe().run()
         pipe()
     messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
-    assert [m.splitlines()[0] for m in messages] == [
-        "WARNING: `coin_flip` is now deprecated. Use `random.coin_flip` instead.",
-        "WARNING: `uniform` is now deprecated. Use `random.uniform` instead.",
+    assert messages == [  # DALI 2.4's first line, in chute's module names
+        "WARNING: `chute.fn.coin_flip` is now deprecated. Use `chute.fn.random.coin_flip` instead.",
+        "WARNING: `chute.fn.uniform` is now deprecated. Use `chute.fn.random.uniform` instead.",
     ]
+    assert all(w.filename == __file__ for w in caught)  # pointing at the caller's line
     assert flips.as_array().tolist() == [1, 1]
     assert fn.file_reader.alias_of == "readers.file"
     assert fn.image_decoder.alias_of == "decoders.image"
+
+
+def test_legacy_ops_classes_warn_when_applied_as_dalis_do(monkeypatch):
+    monkeypatch.setattr(chute.runtime.deprecated, "_warned", set())
+
+    class Legacy(Pipeline):
+        def __init__(self):
+            super().__init__(batch_size=2, num_threads=1, seed=0)
+            self.coin = ops.CoinFlip(probability=1.0)  # no warning yet: DALI warns on use
+            self.shapes = ops.Shapes()
+            self.equalize = ops.experimental.Equalize()
+            self.values = ops.random.Uniform(range=(0.0, 1.0))  # today's name: no warning
+
+        def define_graph(self):
+            flips = self.coin()
+            row = fn.cast(fn.stack(flips * 0, flips * 9), dtype=types.UINT8)
+            image = fn.stack(row, row)  # [[0, 9], [0, 9]]
+            return flips, self.shapes(image), self.equalize(image), self.values()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe = Legacy()
+        assert not caught
+        flips, shapes, equalized, _ = pipe.run()
+    assert [str(w.message) for w in caught] == [
+        "WARNING: `chute.ops.CoinFlip` is now deprecated. Use `chute.fn.random.coin_flip` instead.",
+        "WARNING: `chute.ops.Shapes` is now deprecated.\nUse DataNode.shape() instead.",
+        "WARNING: `chute.ops.experimental.Equalize` is now deprecated. Use `chute.fn.equalize` "
+        "instead.\nThe operator left the experimental module; this name stays as an alias.",
+    ]
+    assert {w.category for w in caught} == {DeprecationWarning}
+    assert flips.as_array().tolist() == [1, 1]
+    assert shapes.as_array().tolist() == [[2, 2], [2, 2]]
+    expected = cv2.equalizeHist(np.array([[0, 9], [0, 9]], np.uint8))
+    assert equalized.as_array().tolist() == [expected.tolist()] * 2
+    assert isinstance(pipe.coin, ops.random.CoinFlip) and ops.CoinFlip.__bases__ == (
+        ops.random.CoinFlip,
+    )
 
 
 def test_transpose_without_perm_reverses_the_axes():

@@ -214,7 +214,7 @@ def test_unknown_argument_lists_the_valid_ones():
         (lambda: fn.external_source(cycle="sometimes"), "argument 'cycle'"),
         (lambda: fn.python_function(function=3), "callable"),
         (lambda: fn.transpose(fn.random.uniform(), perm=[0, 0]), "permutation"),
-        (lambda: fn.cast(3, dtype=np.float32), "input 0 must be a DataNode"),
+        (lambda: fn.cast("three", dtype=np.float32), "input 0 must be a DataNode"),
         (lambda: fn.cast(dtype=np.float32), "takes 1 input"),
     ],
 )

@@ -163,10 +163,15 @@ class DebugPipeline(Pipeline):
         self._finalizer = weakref.finalize(self, _close, self._pool, self._sources)
         self._built = True
 
-    def run(self) -> tuple[Any, ...]:
-        """Call the pipeline function once, eagerly; one batch per output."""
+    def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple[Any, ...]:
+        """Call the pipeline function once, eagerly; one batch per output.
+
+        ``pipeline_inputs`` are fed to the external sources of those names first.
+        """
         if not self._built:
             self.build()
+        for name, data in pipeline_inputs.items():
+            self.feed_input(name, data)
         if self._closed:
             raise RuntimeError("the pipeline is closed")
         if self._ended:
@@ -194,6 +199,12 @@ class DebugPipeline(Pipeline):
         self._exec_iteration += 1
         self._iteration += 1
         return tuple(result)
+
+    def serialize(self, define_graph: Any = None, filename: str | None = None) -> bytes:
+        """Refused: a debug pipeline traces a new graph on every run, it has none to write."""
+        raise TypeError(
+            "Pipeline.serialize: a debug pipeline (debug=True) has no fixed graph to serialize"
+        )
 
     def reset(self) -> None:
         """Start the next epoch of the sources."""

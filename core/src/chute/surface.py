@@ -18,16 +18,15 @@ included), creating a namespace module where no module of that name exists.
 from __future__ import annotations
 
 import inspect
-import threading
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from chute.graph.schema import COMMON_ARGS, REQUIRED
+from chute.runtime.deprecated import DEPRECATED, warn_deprecated
 from chute.runtime.operator import Operator
 from chute.runtime.registry import functions, operators
 
-__all__ = ["describe", "fn_entries", "make_fn", "warn_deprecated"]
+__all__ = ["describe", "fn_entries", "make_fn"]
 
 
 def make_fn(
@@ -37,9 +36,11 @@ def make_fn(
     schema = op_class.schema
     public = name or schema.name
 
+    deprecated = DEPRECATED.get(public)
+
     def fn(*inputs: Any, **kwargs: Any) -> Any:
-        if alias_of:
-            warn_deprecated(public, alias_of)
+        if deprecated is not None:
+            warn_deprecated(deprecated, "fn")
         init = {k: kwargs.pop(k) for k in list(kwargs) if k == "device"}
         return op_class(**init)(*inputs, **kwargs)
 
@@ -59,48 +60,13 @@ def make_fn(
     fn.__module__ = "chute.fn" + (f".{namespace}" if namespace else "")
     doc = describe(op_class)
     if alias_of:
-        when = "before 2.0" if public.startswith("experimental.") else "before 1.0"
-        doc = f"Legacy alias of ``fn.{alias_of}`` (DALI's name {when}).\n\n{doc}"
+        doc = f"Legacy alias of ``fn.{alias_of}`` (a deprecated DALI name).\n\n{doc}"
+    elif deprecated is not None:
+        doc = f"{doc}\n\nDeprecated in DALI 2.4 (warns once when used): {deprecated.why}"
     fn.__doc__ = doc
     fn.op_class = op_class  # type: ignore[attr-defined]
     fn.alias_of = alias_of  # type: ignore[attr-defined]
     return fn
-
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_deprecated(name: str, in_favor_of: str) -> None:
-    """DALI's warning for a pre-1.0 operator name, once per name per process.
-
-    The text is DALI's first line ("WARNING: `file_reader` is now deprecated. Use
-    `readers.file` instead.") and a line saying why; category DeprecationWarning.
-    """
-    with _warned_lock:
-        if name in _warned:
-            return
-        _warned.add(name)
-    family = in_favor_of.split(".", 1)[0] if "." in in_favor_of else None
-    if name.startswith("experimental."):
-        why = (
-            f"DALI 2.0 moved the operator out of fn.experimental; fn.{name} stays as an "
-            f"alias of fn.{in_favor_of}."
-        )
-    elif family:
-        why = (
-            f"DALI 1.0 moved these operators into the fn.{family} submodule under new names; "
-            f"fn.{name} stays as an alias of fn.{in_favor_of}."
-        )
-    else:
-        why = f"fn.{name} stays as an alias of fn.{in_favor_of}."
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")  # shown even where DeprecationWarnings are ignored
-        warnings.warn(
-            f"WARNING: `{name}` is now deprecated. Use `{in_favor_of}` instead.\n{why}",
-            DeprecationWarning,
-            stacklevel=3,
-        )
 
 
 def describe(op_class: type[Operator]) -> str:
@@ -118,31 +84,6 @@ def describe(op_class: type[Operator]) -> str:
             lines.append(f"    {arg.name} ({arg.type}, {default}{per}): {arg.doc}")
     return "\n".join(lines)
 
-
-# DALI 2.4's deprecated pre-1.0 names -> the operator they stand for. Operators register
-# their own (``@register(legacy=...)``); these fill in where one does not, when its
-# operator exists in chute.
-DALI_LEGACY_NAMES = {
-    "audio_decoder": "decoders.audio",
-    "caffe2_reader": "readers.caffe2",
-    "caffe_reader": "readers.caffe",
-    "coco_reader": "readers.coco",
-    "coin_flip": "random.coin_flip",
-    "file_reader": "readers.file",
-    "image_decoder": "decoders.image",
-    "image_decoder_crop": "decoders.image_crop",
-    "image_decoder_random_crop": "decoders.image_random_crop",
-    "image_decoder_slice": "decoders.image_slice",
-    "mxnet_reader": "readers.mxnet",
-    "nemo_asr_reader": "readers.nemo_asr",
-    "normal_distribution": "random.normal",
-    "numpy_reader": "readers.numpy",
-    "sequence_reader": "readers.sequence",
-    "tfrecord_reader": "readers.tfrecord",
-    "uniform": "random.uniform",
-    "video_reader": "readers.video",
-    "video_reader_resize": "readers.video_resize",
-}
 
 _FN_ENTRIES: tuple[tuple[str, Callable[..., Any]], ...] | None = None
 
@@ -163,14 +104,13 @@ def fn_entries() -> tuple[tuple[str, Callable[..., Any]], ...]:
 
 def _make_fn_entries() -> tuple[tuple[str, Callable[..., Any]], ...]:
     found: dict[str, Callable[..., Any]] = {}
-    for name, entry in operators().items():
-        found[name] = make_fn(entry.op_class, name)
-        for legacy in entry.legacy:
-            found[legacy] = make_fn(entry.op_class, legacy, alias_of=name)
     registered = operators()
-    for legacy, name in DALI_LEGACY_NAMES.items():
-        if legacy not in found and name in registered:
-            found[legacy] = make_fn(registered[name].op_class, legacy, alias_of=name)
+    for name, entry in registered.items():
+        found[name] = make_fn(entry.op_class, name)
+    for old in DEPRECATED.values():  # DALI's deprecated names, where chute has the operator
+        target = old.use_instead
+        if old.fn_name not in found and target in registered:
+            found[old.fn_name] = make_fn(registered[target].op_class, old.fn_name, alias_of=target)
     for name, func in functions().items():
         found[name] = func
     return tuple(sorted(found.items()))

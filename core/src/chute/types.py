@@ -1,7 +1,11 @@
 """Type constants in DALI's vocabulary: data types, image types, interpolation, policies.
 
-Data types are plain :class:`numpy.dtype` objects, so ``types.FLOAT == np.float32``
-holds and any NumPy dtype is accepted wherever a ``types.*`` constant is.
+``DALIDataType``, ``DALIImageType`` and ``DALIInterpType`` are enums with DALI 2.4's
+members and integer values. A data type also stands for its NumPy dtype
+(``np.dtype(types.FLOAT)`` is float32, ``types.FLOAT == np.float32``), and any NumPy
+dtype is accepted wherever a ``types.*`` data type is; batches report NumPy dtypes.
+Operator arguments take the image and interpolation types by their ``arg`` strings
+too (``output_type="RGB"``, ``interp_type="linear"``).
 """
 
 from __future__ import annotations
@@ -26,54 +30,140 @@ __all__ = [
     "BatchInfo",
     "ScalarConstant",
     "TensorLayout",
+    "PipelineAPIType",
+    "to_dali_type",
     "to_dtype",
     "to_numpy_type",
 ]
 
 
-class DType:
-    """Data types of tensor elements (each a ``numpy.dtype``)."""
+class DALIDataType(enum.IntEnum):
+    """DALI's data types, with DALI 2.4's members and values (``int(types.FLOAT) == 9``).
 
-    BOOL = np.dtype(np.bool_)
-    INT8 = np.dtype(np.int8)
-    UINT8 = np.dtype(np.uint8)
-    INT16 = np.dtype(np.int16)
-    UINT16 = np.dtype(np.uint16)
-    INT32 = np.dtype(np.int32)
-    UINT32 = np.dtype(np.uint32)
-    INT64 = np.dtype(np.int64)
-    UINT64 = np.dtype(np.uint64)
-    FLOAT16 = np.dtype(np.float16)
-    FLOAT = np.dtype(np.float32)
-    FLOAT32 = np.dtype(np.float32)
-    FLOAT64 = np.dtype(np.float64)
-    STRING = np.dtype(np.str_)
+    Each element type stands for a NumPy dtype (:attr:`dtype`), and NumPy takes it
+    wherever it takes a dtype: ``np.dtype(types.FLOAT)`` is float32,
+    ``arr.astype(types.UINT8)`` works and ``arr.dtype == types.FLOAT`` holds.
+    Beyond DALI, ``types.FLOAT == np.float32`` holds too (chute's batches report NumPy
+    dtypes). The members that are not element types (``IMAGE_TYPE``, ``DATA_TYPE``,
+    ``TENSOR_LAYOUT``, the ``_..._VEC`` argument types, ...) have no NumPy dtype.
+    """
+
+    NO_TYPE = -1
+    UINT8 = 0
+    UINT16 = 1
+    UINT32 = 2
+    UINT64 = 3
+    INT8 = 4
+    INT16 = 5
+    INT32 = 6
+    INT64 = 7
+    FLOAT16 = 8
+    FLOAT = 9
+    FLOAT64 = 10
+    BOOL = 11
+    STRING = 12
+    _BOOL_VEC = 13
+    _INT32_VEC = 14
+    _STRING_VEC = 15
+    _FLOAT_VEC = 16
+    FEATURE = 17
+    _FEATURE_VEC = 18
+    _FEATURE_DICT = 19
+    IMAGE_TYPE = 20
+    DATA_TYPE = 21
+    INTERP_TYPE = 22
+    TENSOR_LAYOUT = 23
+    PYTHON_OBJECT = 24
+    _TENSOR_LAYOUT_VEC = 25
+    _DATA_TYPE_VEC = 26
+    _INT64_VEC = 27
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of this element type; TypeError for the non-element members."""
+        try:
+            return _NUMPY_OF[int(self)]
+        except KeyError:
+            raise TypeError(
+                f"types.{self.name} is not an element type: it has no NumPy dtype"
+            ) from None
+
+    def __eq__(self, other: object) -> bool:
+        numpy_dtype = _NUMPY_OF.get(int(self))
+        if isinstance(other, (int, enum.Enum)) or numpy_dtype is None:
+            return int(self) == other
+        try:
+            return numpy_dtype == np.dtype(other)  # type: ignore[call-overload]
+        except TypeError:
+            return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        # equal to its NumPy dtype, so it hashes like it (dicts keyed by dtypes find it)
+        return hash(_NUMPY_OF.get(int(self), int(self)))
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
 
 
-DALIDataType = DType
+# DALIDataType value -> NumPy dtype (keyed by int: a member's hash is its dtype's)
+_NUMPY_OF: dict[int, np.dtype] = {
+    0: np.dtype(np.uint8),
+    1: np.dtype(np.uint16),
+    2: np.dtype(np.uint32),
+    3: np.dtype(np.uint64),
+    4: np.dtype(np.int8),
+    5: np.dtype(np.int16),
+    6: np.dtype(np.int32),
+    7: np.dtype(np.int64),
+    8: np.dtype(np.float16),
+    9: np.dtype(np.float32),
+    10: np.dtype(np.float64),
+    11: np.dtype(np.bool_),
+    12: np.dtype(np.str_),  # STRING: chute's; DALI has no NumPy type for it
+}
 
-BOOL = DType.BOOL
-INT8 = DType.INT8
-UINT8 = DType.UINT8
-INT16 = DType.INT16
-UINT16 = DType.UINT16
-INT32 = DType.INT32
-UINT32 = DType.UINT32
-INT64 = DType.INT64
-UINT64 = DType.UINT64
-FLOAT16 = DType.FLOAT16
-FLOAT = DType.FLOAT
-FLOAT32 = DType.FLOAT32
-FLOAT64 = DType.FLOAT64
-STRING = DType.STRING
+CPU_ONLY_DEVICE_ID = -99999  # DALI's device_id of a CPU-only pipeline (chute takes None too)
+
+# chute's earlier name for the data types
+DType = DALIDataType
+
+NO_TYPE = DALIDataType.NO_TYPE
+BOOL = DALIDataType.BOOL
+INT8 = DALIDataType.INT8
+UINT8 = DALIDataType.UINT8
+INT16 = DALIDataType.INT16
+UINT16 = DALIDataType.UINT16
+INT32 = DALIDataType.INT32
+UINT32 = DALIDataType.UINT32
+INT64 = DALIDataType.INT64
+UINT64 = DALIDataType.UINT64
+FLOAT16 = DALIDataType.FLOAT16
+FLOAT = DALIDataType.FLOAT
+FLOAT32 = DALIDataType.FLOAT  # chute's spelling of FLOAT
+FLOAT64 = DALIDataType.FLOAT64
+STRING = DALIDataType.STRING
+FEATURE = DALIDataType.FEATURE
+IMAGE_TYPE = DALIDataType.IMAGE_TYPE
+DATA_TYPE = DALIDataType.DATA_TYPE
+INTERP_TYPE = DALIDataType.INTERP_TYPE
+TENSOR_LAYOUT = DALIDataType.TENSOR_LAYOUT
+PYTHON_OBJECT = DALIDataType.PYTHON_OBJECT
 
 
 def to_dtype(value: object) -> np.dtype:
     """Return the numpy dtype for a ``types.*`` constant, a numpy dtype/type or a name."""
-    if isinstance(value, str) and value.upper() in vars(DType):
-        return vars(DType)[value.upper()]
+    if isinstance(value, DALIDataType):
+        return value.dtype
+    if isinstance(value, str) and value.upper() in DALIDataType.__members__:
+        return DALIDataType[value.upper()].dtype
+    if isinstance(value, str) and value.upper() == "FLOAT32":
+        return np.dtype(np.float32)
     try:
-        return np.dtype(value)  # type: ignore[arg-type]
+        return np.dtype(value)  # type: ignore[call-overload]
     except TypeError as exc:
         raise TypeError(f"not a data type: {value!r}") from exc
 
@@ -81,6 +171,25 @@ def to_dtype(value: object) -> np.dtype:
 def to_numpy_type(dali_type: object) -> type:
     """The NumPy scalar type of a ``types.*`` data type: ``to_numpy_type(types.INT32) is np.int32``."""
     return to_dtype(dali_type).type
+
+
+def to_dali_type(framework_type: object) -> DALIDataType:
+    """The ``types.*`` data type of a NumPy dtype or type (or anything NumPy reads as one):
+    ``to_dali_type(np.float32) is types.FLOAT``."""
+    try:
+        dtype = to_dtype(framework_type)
+    except TypeError:  # a framework's dtype: torch.float32 -> "float32"
+        name = str(framework_type).rpartition(".")[2]
+        try:
+            dtype = np.dtype(name)
+        except TypeError:
+            raise TypeError(f"{framework_type!r} has no DALI data type") from None
+    if dtype.kind == "U":
+        return DALIDataType.STRING
+    for value, numpy_dtype in _NUMPY_OF.items():
+        if numpy_dtype == dtype:
+            return DALIDataType(value)
+    raise TypeError(f"{dtype} has no DALI data type")
 
 
 class TensorLayout(str):
@@ -93,6 +202,7 @@ class TensorLayout(str):
 
 
 # DALI's layout constants (the batch dimension is implicit)
+SAME = TensorLayout("")  # DALI: keep the input's layout
 NHWC = TensorLayout("HWC")
 NCHW = TensorLayout("CHW")
 NFHWC = TensorLayout("FHWC")
@@ -185,22 +295,35 @@ def Constant(
     return _constant_node(array, layout, device)
 
 
-class ImageType(enum.Enum):
-    """Color spaces of decoded images."""
+class _ArgumentEnum(enum.IntEnum):
+    """A DALI enum (an int, as in DALI) that operator arguments also take by its ``arg`` string."""
 
-    RGB = "RGB"
-    BGR = "BGR"
-    GRAY = "GRAY"
-    YCbCr = "YCbCr"
-    HSV = "HSV"
-    ANY_DATA = "ANY_DATA"
+    @property
+    def arg(self) -> str:
+        """The string an operator argument holds for this member (``"RGB"``, ``"linear"``)."""
+        return self.name
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class DALIImageType(_ArgumentEnum):
+    """Color spaces of decoded images: DALI 2.4's members and values, and chute's ``HSV``."""
+
+    RGB = 0
+    BGR = 1
+    GRAY = 2
+    YCbCr = 3
+    ANY_DATA = 4
+    HSV = 100  # chute's (color_space_conversion); not in DALI
 
     @property
     def channels(self) -> int | None:
-        return {"GRAY": 1, "ANY_DATA": None}.get(self.value, 3)
+        """Channels of an image of this type (None for ANY_DATA)."""
+        return {"GRAY": 1, "ANY_DATA": None}.get(self.name, 3)
 
 
-DALIImageType = ImageType
+ImageType = DALIImageType  # chute's earlier name
 RGB = ImageType.RGB
 BGR = ImageType.BGR
 GRAY = ImageType.GRAY
@@ -209,24 +332,39 @@ HSV = ImageType.HSV
 ANY_DATA = ImageType.ANY_DATA
 
 
-class InterpType(enum.Enum):
-    """Interpolation methods of resampling operators."""
+class DALIInterpType(_ArgumentEnum):
+    """Interpolation methods of resampling operators: DALI 2.4's members and values.
 
-    INTERP_NN = "nn"
-    INTERP_LINEAR = "linear"
-    INTERP_CUBIC = "cubic"
-    INTERP_LANCZOS3 = "lanczos3"
-    INTERP_TRIANGULAR = "triangular"
-    INTERP_GAUSSIAN = "gaussian"
+    Arguments hold them as strings: ``types.INTERP_LINEAR.arg == "linear"``.
+    """
+
+    INTERP_NN = 0
+    INTERP_LINEAR = 1
+    INTERP_CUBIC = 2
+    INTERP_LANCZOS3 = 3
+    INTERP_TRIANGULAR = 4
+    INTERP_GAUSSIAN = 5
+
+    @property
+    def arg(self) -> str:
+        return self.name.removeprefix("INTERP_").lower()
 
 
-DALIInterpType = InterpType
+InterpType = DALIInterpType  # chute's earlier name
 INTERP_NN = InterpType.INTERP_NN
 INTERP_LINEAR = InterpType.INTERP_LINEAR
 INTERP_CUBIC = InterpType.INTERP_CUBIC
 INTERP_LANCZOS3 = InterpType.INTERP_LANCZOS3
 INTERP_TRIANGULAR = InterpType.INTERP_TRIANGULAR
 INTERP_GAUSSIAN = InterpType.INTERP_GAUSSIAN
+
+
+class PipelineAPIType(enum.Enum):
+    """DALI's kinds of pipeline API (kept for programs that name them; chute needs none)."""
+
+    BASIC = 0
+    ITERATOR = 1
+    SCHEDULED = 2
 
 
 class LastBatchPolicy(enum.Enum):

@@ -11,6 +11,7 @@ import pytest
 
 import chute
 from chute import fn, ops
+from chute.runtime.deprecated import DEPRECATED
 from chute.runtime.registry import (
     functions,
     operators,
@@ -54,7 +55,11 @@ def test_registry_holds_the_operators():
 def test_registered_operator_is_in_fn_and_ops(name, entry):
     func = resolve(fn, name)
     assert func.op_class is entry.op_class
-    assert resolve(ops, ops_name(entry)) is entry.op_class
+    op_class = resolve(ops, ops_name(entry))
+    if name in DEPRECATED:  # fn.shapes: DALI deprecated the name; ops.Shapes warns when applied
+        assert op_class.__bases__ == (entry.op_class,) and op_class.deprecated is DEPRECATED[name]
+    else:
+        assert op_class is entry.op_class
     # a real signature: every schema argument is a keyword of fn.x
     params = inspect.signature(func).parameters
     assert all(arg.name in params for arg in entry.op_class.schema.args)
@@ -84,16 +89,24 @@ def test_submodules_import_like_modules():
 
 
 def test_dali_legacy_names():
-    assert ops.FileReader is ops.readers.File
-    assert ops.ImageDecoder is ops.decoders.Image
-    assert ops.ImageDecoderRandomCrop is ops.decoders.ImageRandomCrop
-    assert ops.Uniform is ops.random.Uniform
-    assert ops.CoinFlip is ops.random.CoinFlip
-    assert ops.NormalDistribution is ops.random.Normal
-    assert ops.VideoReader is ops.readers.Video
-    assert ops.AudioDecoder is ops.decoders.Audio
+    # each is a subclass of its operator that warns when applied (tests/compat)
+    for old, new in [
+        (ops.FileReader, ops.readers.File),
+        (ops.ImageDecoder, ops.decoders.Image),
+        (ops.ImageDecoderRandomCrop, ops.decoders.ImageRandomCrop),
+        (ops.Uniform, ops.random.Uniform),
+        (ops.CoinFlip, ops.random.CoinFlip),
+        (ops.NormalDistribution, ops.random.Normal),
+        (ops.VideoReader, ops.readers.Video),
+        (ops.AudioDecoder, ops.decoders.Audio),
+        (ops.COCOReader, ops.readers.COCO),
+        (ops.experimental.decoders.ImageCrop, ops.decoders.ImageCrop),
+    ]:
+        assert old.__bases__ == (new,), old
+        assert ops_entries() == ops_entries()  # the same class objects every time
     assert fn.image_decoder.op_class is ops.decoders.Image
     assert fn.file_reader.alias_of == "readers.file"
+    assert fn.experimental.decoders.image_slice.alias_of == "decoders.image_slice"
     assert "Legacy alias of ``fn.decoders.image``" in fn.image_decoder.__doc__
     assert inspect.signature(fn.image_decoder) == inspect.signature(fn.decoders.image)
 

@@ -1,14 +1,8 @@
 """examples/dali_ports/<framework>_getting_started.py (DALI's tutorials, ported with only the
-imports changed) runs under the framework being tested and prints what it should."""
+imports changed) runs under the framework being tested and prints what it should (the
+framework-free ports run in tests/compat/test_dali_ports.py; the runner is tests/conftest.py's)."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # framework -> (the ported script, lines it must print)
 EXAMPLES = {
@@ -51,17 +45,8 @@ EXAMPLES = {
 }
 
 
-def test_ported_tutorial_runs(adapter):
+def test_ported_tutorial_runs(adapter, run_dali_port):
     script, expected_lines = EXAMPLES[adapter.name]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "dali_ports" / script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.splitlines()
+    lines = run_dali_port(script)
     for expected in expected_lines:
         assert expected in lines, (expected, lines)

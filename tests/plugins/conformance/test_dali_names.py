@@ -7,6 +7,7 @@ DALI names are tested in tests/plugins/tf).
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -180,6 +181,47 @@ def test_argument_errors(dali, seven_files):
         make(seven_pipe(seven_files), ["data", "label"], size=0)
     with pytest.raises(ValueError, match="repeated"):
         make(seven_pipe(seven_files), ["data", "data"], reader_name="Reader")
+
+
+# DALI 2.4's signatures (nvidia/dali/plugin/{pytorch,paddle,jax}), parameter names in order
+DALI_KEYWORDS = [
+    "size",
+    "reader_name",
+    "auto_reset",
+    "fill_last_batch",
+    "dynamic_shape",
+    "last_batch_padded",
+    "last_batch_policy",
+    "prepare_first_batch",
+]
+DALI_SIGNATURES = {
+    "DALIGenericIterator": ["pipelines", "output_map", *DALI_KEYWORDS],
+    "DALIClassificationIterator": ["pipelines", *DALI_KEYWORDS],
+    "DALIRaggedIterator": [
+        "pipelines", "output_map", "size", "reader_name", "output_types", *DALI_KEYWORDS[2:],
+    ],
+}  # fmt: skip
+JAX_SIGNATURE = [
+    "pipelines", "output_map", "size", "reader_name", "auto_reset", "last_batch_padded",
+    "last_batch_policy", "prepare_first_batch", "sharding", "pad_ragged",  # pad_ragged: chute's
+]  # fmt: skip
+
+
+def test_signatures_are_dalis_and_a_misspelled_keyword_is_named(dali, seven_files):
+    names = {"torch": DALI_SIGNATURES, "paddle": dict(list(DALI_SIGNATURES.items())[:2])}.get(
+        dali.name, {"DALIGenericIterator": JAX_SIGNATURE}
+    )
+    for name, expected in names.items():
+        params = inspect.signature(getattr(dali.module, name)).parameters
+        assert list(params) == expected, name
+        assert params["size"].default == -1 and params["prepare_first_batch"].default is True
+    # positional as in DALI: size is the third argument
+    it = dali.module.DALIGenericIterator(seven_pipe(seven_files), ["data", "label"], 4)
+    assert it.size == 4
+    with pytest.raises(
+        TypeError, match="unexpected argument 'reader_nmae'; did you mean 'reader_name'"
+    ):
+        dali.module.DALIGenericIterator(seven_pipe(seven_files), ["data"], reader_nmae="Reader")
 
 
 @pytest.mark.parametrize("taken", [0, 1, 3])

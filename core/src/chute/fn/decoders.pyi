@@ -7,7 +7,7 @@ from typing import Any, Literal
 from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
-from chute.types import ImageType, OnError
+from chute.types import DALIImageType, OnError
 
 def audio(
     encoded: DataNode,
@@ -30,7 +30,7 @@ def image(
     encoded: DataNode,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -66,7 +66,7 @@ def image_crop(
     encoded: DataNode,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -107,7 +107,7 @@ def image_random_crop(
     encoded: DataNode,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -148,7 +148,7 @@ def image_slice(
     slice_shape: DataNode = ...,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -235,7 +235,7 @@ def video(
     sequence_length: int | DataNode | None = ...,
     pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
     fill_value: int | Sequence[int] | NDArray[Any] = ...,
-    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
     affine: bool = ...,
     build_index: bool = ...,
     device: str | None = ...,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
-from chute.types import ImageType, InterpType, OnError
+from chute.types import DALIImageType, DALIInterpType, OnError
 
 def caffe(
     *,
@@ -242,7 +242,7 @@ def sequence(
     sequence_length: int,
     step: int = ...,
     stride: int = ...,
-    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
     random_shuffle: bool = ...,
     initial_fill: int = ...,
     shard_id: int = ...,
@@ -307,7 +307,7 @@ def video(
     stride: int = ...,
     pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
     fill_value: int | Sequence[int] | NDArray[Any] = ...,
-    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
     enable_frame_num: bool = ...,
     enable_timestamps: bool = ...,
     random_shuffle: bool = ...,
@@ -344,7 +344,7 @@ def video_resize(
     stride: int = ...,
     pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
     fill_value: int | Sequence[int] | NDArray[Any] = ...,
-    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
     enable_frame_num: bool = ...,
     enable_timestamps: bool = ...,
     random_shuffle: bool = ...,
@@ -370,7 +370,7 @@ def video_resize(
     roi_start: float | Sequence[float] | NDArray[Any] | None = ...,
     roi_end: float | Sequence[float] | NDArray[Any] | None = ...,
     roi_relative: bool = ...,
-    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType = ...,
     min_filter: str | None = ...,
     mag_filter: str | None = ...,
     antialias: bool = ...,

@@ -60,8 +60,8 @@ def _check_bool(v: object) -> bool:
 
 
 def _check_str(v: object) -> str:
-    if isinstance(v, enum.Enum):
-        v = v.value
+    if isinstance(v, enum.Enum):  # types.RGB -> "RGB", types.INTERP_LINEAR -> "linear"
+        v = getattr(v, "arg", v.value)
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v.item()
     if not isinstance(v, str):

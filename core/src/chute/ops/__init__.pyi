@@ -17,10 +17,10 @@ from chute.ops import reductions as reductions
 from chute.ops import segmentation as segmentation
 from chute.ops import transforms as transforms
 from chute.runtime.operator import Operator
-from chute.types import ImageType, InterpType, OnError
+from chute.types import DALIImageType, DALIInterpType, OnError
 
 class AudioDecoder(Operator):
-    """Decodes WAV, FLAC or OGG/Vorbis audio to (time, channels), and gives its sample rate."""
+    """Deprecated DALI name of ``ops`` AudioDecoder (use ``fn.decoders.audio``)."""
 
     def __init__(
         self,
@@ -235,7 +235,7 @@ class BrightnessContrast(Operator):
     ) -> DataNode: ...
 
 class COCOReader(Operator):
-    """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
+    """Deprecated DALI name of ``ops`` COCOReader (use ``fn.readers.coco``)."""
 
     def __init__(
         self,
@@ -283,7 +283,7 @@ class COCOReader(Operator):
     ) -> Any: ...
 
 class Caffe2Reader(Operator):
-    """Reads samples from a Caffe2 LMDB of ``TensorProtos``: image, label, extra tensors, bbox."""
+    """Deprecated DALI name of ``ops`` Caffe2Reader (use ``fn.readers.caffe2``)."""
 
     def __init__(
         self,
@@ -320,7 +320,7 @@ class Caffe2Reader(Operator):
     ) -> Any: ...
 
 class CaffeReader(Operator):
-    """Reads (image, label) pairs from a Caffe LMDB of ``Datum`` records."""
+    """Deprecated DALI name of ``ops`` CaffeReader (use ``fn.readers.caffe``)."""
 
     def __init__(
         self,
@@ -435,56 +435,8 @@ class Choice(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
-class CocoReader(Operator):
-    """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
-
-    def __init__(
-        self,
-        *,
-        file_root: str | None = ...,
-        annotations_file: str = ...,
-        images: Sequence[str] | None = ...,
-        ltrb: bool = ...,
-        ratio: bool = ...,
-        skip_empty: bool = ...,
-        size_threshold: float = ...,
-        include_iscrowd: bool = ...,
-        polygon_masks: bool = ...,
-        pixelwise_masks: bool = ...,
-        image_ids: bool = ...,
-        avoid_class_remapping: bool = ...,
-        preprocessed_annotations: str = ...,
-        save_preprocessed_annotations: bool = ...,
-        save_preprocessed_annotations_dir: str = ...,
-        shuffle_after_epoch: bool = ...,
-        shuffle_after_epoch_seed: int | None = ...,
-        random_shuffle: bool = ...,
-        initial_fill: int = ...,
-        shard_id: int = ...,
-        num_shards: int = ...,
-        stick_to_shard: bool = ...,
-        pad_last_batch: bool = ...,
-        read_ahead: bool = ...,
-        dont_use_mmap: bool | None = ...,
-        lazy_init: bool = ...,
-        prefetch_queue_depth: int = ...,
-        skip_cached_images: bool = ...,
-        tensor_init_bytes: int = ...,
-        device: str | None = ...,
-        name: str | None = ...,
-        seed: int | None = ...,
-        preserve: bool | None = ...,
-        bytes_per_sample_hint: int | Sequence[int] | None = ...,
-        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
-    ) -> None: ...
-    def __call__(
-        self,
-        *inputs: DataNode,
-        **kwargs: Any,
-    ) -> Any: ...
-
 class CoinFlip(Operator):
-    """Bernoulli draws: 1 with ``probability``, else 0 (int32 by default)."""
+    """Deprecated DALI name of ``ops`` CoinFlip (use ``fn.random.coin_flip``)."""
 
     def __init__(
         self,
@@ -511,8 +463,8 @@ class ColorSpaceConversion(Operator):
     def __init__(
         self,
         *,
-        image_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | ImageType,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | ImageType,
+        image_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | DALIImageType,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "HSV"] | DALIImageType,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
@@ -536,7 +488,7 @@ class ColorTwist(Operator):
         contrast: float | DataNode = ...,
         hue: float | DataNode = ...,
         saturation: float | DataNode = ...,
-        image_type: Literal["RGB", "BGR"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR"] | DALIImageType = ...,
         dtype: DTypeLike | None = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -900,8 +852,48 @@ class ExternalSource(Operator):
         **kwargs: Any,
     ) -> Any: ...
 
+class FastResizeCropMirror(Operator):
+    """Deprecated DALI name of ``ops`` ResizeCropMirror (use ``fn.resize_crop_mirror``)."""
+
+    def __init__(
+        self,
+        *,
+        resize_x: float | DataNode | None = ...,
+        resize_y: float | DataNode | None = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        resize_shorter: float | DataNode | None = ...,
+        resize_longer: float | DataNode | None = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        subpixel_scale: bool = ...,
+        crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        crop_h: float | DataNode | None = ...,
+        crop_w: float | DataNode | None = ...,
+        crop_pos_x: float | DataNode = ...,
+        crop_pos_y: float | DataNode = ...,
+        mirror: int | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+        min_filter: str | DataNode | None = ...,
+        mag_filter: str | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class FileReader(Operator):
-    """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,)."""
+    """Deprecated DALI name of ``ops`` FileReader (use ``fn.readers.file``)."""
 
     def __init__(
         self,
@@ -1123,7 +1115,7 @@ class Hue(Operator):
         self,
         *,
         hue: float | DataNode = ...,
-        image_type: Literal["RGB", "BGR"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR"] | DALIImageType = ...,
         dtype: DTypeLike | None = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -1140,12 +1132,12 @@ class Hue(Operator):
     ) -> DataNode: ...
 
 class ImageDecoder(Operator):
-    """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
+    """Deprecated DALI name of ``ops`` Image (use ``fn.decoders.image``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1182,12 +1174,12 @@ class ImageDecoder(Operator):
     ) -> DataNode: ...
 
 class ImageDecoderCrop(Operator):
-    """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
+    """Deprecated DALI name of ``ops`` ImageCrop (use ``fn.decoders.image_crop``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1229,12 +1221,12 @@ class ImageDecoderCrop(Operator):
     ) -> DataNode: ...
 
 class ImageDecoderRandomCrop(Operator):
-    """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
+    """Deprecated DALI name of ``ops`` ImageRandomCrop (use ``fn.decoders.image_random_crop``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1274,12 +1266,12 @@ class ImageDecoderRandomCrop(Operator):
     ) -> DataNode: ...
 
 class ImageDecoderSlice(Operator):
-    """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
+    """Deprecated DALI name of ``ops`` ImageSlice (use ``fn.decoders.image_slice``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -1332,7 +1324,7 @@ class Jitter(Operator):
         self,
         *,
         nDegree: int | DataNode = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | DataNode = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -1440,7 +1432,7 @@ class MFCC(Operator):
     ) -> DataNode: ...
 
 class MXNetReader(Operator):
-    """Reads encoded images (uint8, 1-D) and float32 labels from MXNet RecordIO files."""
+    """Deprecated DALI name of ``ops`` MXNetReader (use ``fn.readers.mxnet``)."""
 
     def __init__(
         self,
@@ -1499,43 +1491,8 @@ class MelFilterBank(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
-class MxnetReader(Operator):
-    """Reads encoded images (uint8, 1-D) and float32 labels from MXNet RecordIO files."""
-
-    def __init__(
-        self,
-        *,
-        path: Sequence[str],
-        index_path: Sequence[str],
-        shuffle_after_epoch: bool = ...,
-        shuffle_after_epoch_seed: int | None = ...,
-        random_shuffle: bool = ...,
-        initial_fill: int = ...,
-        shard_id: int = ...,
-        num_shards: int = ...,
-        stick_to_shard: bool = ...,
-        pad_last_batch: bool = ...,
-        read_ahead: bool = ...,
-        dont_use_mmap: bool | None = ...,
-        lazy_init: bool = ...,
-        prefetch_queue_depth: int = ...,
-        skip_cached_images: bool = ...,
-        tensor_init_bytes: int = ...,
-        device: str | None = ...,
-        name: str | None = ...,
-        seed: int | None = ...,
-        preserve: bool | None = ...,
-        bytes_per_sample_hint: int | Sequence[int] | None = ...,
-        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
-    ) -> None: ...
-    def __call__(
-        self,
-        *inputs: DataNode,
-        **kwargs: Any,
-    ) -> Any: ...
-
 class NemoAsrReader(Operator):
-    """Reads audio with its sample rate, transcript and manifest index from NeMo manifests."""
+    """Deprecated DALI name of ``ops`` NemoAsrReader (use ``fn.readers.nemo_asr``)."""
 
     def __init__(
         self,
@@ -1624,7 +1581,7 @@ class Normal(Operator):
     ) -> DataNode: ...
 
 class NormalDistribution(Operator):
-    """Normally distributed numbers with ``mean`` and ``stddev``."""
+    """Deprecated DALI name of ``ops`` Normal (use ``fn.random.normal``)."""
 
     def __init__(
         self,
@@ -1676,7 +1633,7 @@ class Normalize(Operator):
     ) -> DataNode: ...
 
 class NumpyReader(Operator):
-    """Reads arrays from NumPy .npy files (every number and bool dtype, C or Fortran order)."""
+    """Deprecated DALI name of ``ops`` NumpyReader (use ``fn.readers.numpy``)."""
 
     def __init__(
         self,
@@ -2040,7 +1997,7 @@ class RandomResizedCrop(Operator):
         random_area: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         random_aspect_ratio: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         num_attempts: int = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
         antialias: bool = ...,
@@ -2123,7 +2080,7 @@ class Resize(Operator):
         roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         roi_relative: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
         antialias: bool = ...,
@@ -2163,7 +2120,7 @@ class ResizeCropMirror(Operator):
         crop_pos_x: float | DataNode = ...,
         crop_pos_y: float | DataNode = ...,
         mirror: int | DataNode = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
         antialias: bool = ...,
@@ -2216,7 +2173,7 @@ class Rotate(Operator):
         angle: float | DataNode,
         keep_size: bool = ...,
         size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] | None = ...,
         mask: bool | DataNode = ...,
@@ -2234,7 +2191,7 @@ class Rotate(Operator):
     ) -> DataNode: ...
 
 class SSDRandomCrop(Operator):
-    """Crops an image at random, as SSD does, keeping its ltrb boxes and labels consistent."""
+    """Deprecated DALI name of ``ops`` SSDRandomCrop (use ``fn.random_bbox_crop``)."""
 
     def __init__(
         self,
@@ -2260,7 +2217,7 @@ class Saturation(Operator):
         self,
         *,
         saturation: float | DataNode = ...,
-        image_type: Literal["RGB", "BGR"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR"] | DALIImageType = ...,
         dtype: DTypeLike | None = ...,
         mask: bool | DataNode = ...,
         device: str | None = ...,
@@ -2277,7 +2234,7 @@ class Saturation(Operator):
     ) -> DataNode: ...
 
 class SequenceReader(Operator):
-    """Reads sequences of frames (FHWC uint8) from a folder of streams of image files."""
+    """Deprecated DALI name of ``ops`` SequenceReader (use ``fn.readers.sequence``)."""
 
     def __init__(
         self,
@@ -2286,7 +2243,7 @@ class SequenceReader(Operator):
         sequence_length: int,
         step: int = ...,
         stride: int = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         random_shuffle: bool = ...,
         initial_fill: int = ...,
         shard_id: int = ...,
@@ -2333,7 +2290,7 @@ class SequenceRearrange(Operator):
     ) -> DataNode: ...
 
 class Shapes(Operator):
-    """The shape of each sample, as a 1-D array."""
+    """Deprecated DALI name of ``ops`` Shapes."""
 
     def __init__(
         self,
@@ -2418,7 +2375,7 @@ class Sphere(Operator):
     def __init__(
         self,
         *,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
         mask: bool | DataNode = ...,
@@ -2478,45 +2435,7 @@ class Stack(Operator):
     ) -> DataNode: ...
 
 class TFRecordReader(Operator):
-    """Reads features of tf.train.Example records from TFRecord files."""
-
-    def __init__(
-        self,
-        *,
-        path: Any,
-        index_path: Any = ...,
-        features: Any,
-        check_crc: bool = ...,
-        random_shuffle: bool = ...,
-        initial_fill: int = ...,
-        shard_id: int = ...,
-        num_shards: int = ...,
-        stick_to_shard: bool = ...,
-        pad_last_batch: bool = ...,
-        read_ahead: bool = ...,
-        dont_use_mmap: bool | None = ...,
-        lazy_init: bool = ...,
-        prefetch_queue_depth: int = ...,
-        skip_cached_images: bool = ...,
-        tensor_init_bytes: int = ...,
-        shuffle_after_epoch: bool = ...,
-        shuffle_after_epoch_seed: int | None = ...,
-        use_o_direct: bool = ...,
-        device: str | None = ...,
-        name: str | None = ...,
-        seed: int | None = ...,
-        preserve: bool | None = ...,
-        bytes_per_sample_hint: int | Sequence[int] | None = ...,
-        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
-    ) -> None: ...
-    def __call__(
-        self,
-        *inputs: DataNode,
-        **kwargs: Any,
-    ) -> Any: ...
-
-class TfrecordReader(Operator):
-    """Reads features of tf.train.Example records from TFRecord files."""
+    """Deprecated DALI name of ``ops`` TFRecordReader (use ``fn.readers.tfrecord``)."""
 
     def __init__(
         self,
@@ -2576,6 +2495,27 @@ class ToDecibels(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class TransformTranslation(Operator):
+    """Deprecated DALI name of ``ops`` Translation (use ``fn.transforms.translation``)."""
+
+    def __init__(
+        self,
+        *,
+        offset: float | Sequence[float] | NDArray[Any] | DataNode,
+        reverse_order: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class Transpose(Operator):
     """Permutes the dimensions of each sample (``perm``), with an optional new layout."""
 
@@ -2599,7 +2539,7 @@ class Transpose(Operator):
     ) -> DataNode: ...
 
 class Uniform(Operator):
-    """Uniformly distributed numbers in ``[range[0], range[1])``, or drawn from ``values``."""
+    """Deprecated DALI name of ``ops`` Uniform (use ``fn.random.uniform``)."""
 
     def __init__(
         self,
@@ -2622,7 +2562,7 @@ class Uniform(Operator):
     ) -> DataNode: ...
 
 class VideoReader(Operator):
-    """Reads sequences of frames (FHWC uint8) from video files, with labels and frame numbers."""
+    """Deprecated DALI name of ``ops`` VideoReader (use ``fn.readers.video``)."""
 
     def __init__(
         self,
@@ -2638,7 +2578,7 @@ class VideoReader(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -2667,7 +2607,7 @@ class VideoReader(Operator):
     ) -> Any: ...
 
 class VideoReaderResize(Operator):
-    """Reads sequences of frames from video files and resizes every frame (FHWC)."""
+    """Deprecated DALI name of ``ops`` VideoResizeReader (use ``fn.readers.video_resize``)."""
 
     def __init__(
         self,
@@ -2683,7 +2623,7 @@ class VideoReaderResize(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -2709,7 +2649,7 @@ class VideoReaderResize(Operator):
         roi_start: float | Sequence[float] | NDArray[Any] | None = ...,
         roi_end: float | Sequence[float] | NDArray[Any] | None = ...,
         roi_relative: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType = ...,
         min_filter: str | None = ...,
         mag_filter: str | None = ...,
         antialias: bool = ...,
@@ -2739,7 +2679,7 @@ class WarpAffine(Operator):
         matrix: Any = ...,
         size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         inverse_map: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] | None = ...,
         mask: bool | DataNode = ...,
@@ -2768,7 +2708,7 @@ class Water(Operator):
         freq_y: float | DataNode = ...,
         phase_x: float | DataNode = ...,
         phase_y: float | DataNode = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         fill_value: float | Sequence[float] | NDArray[Any] | DataNode = ...,
         border: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
         mask: bool | DataNode = ...,

@@ -163,12 +163,13 @@ class ExternalSource(Operator):
 
 
 def _per_output(value: Any, n: int) -> list[Any]:
+    """One value per output: a list of n, or one value (alone or in a list) for all of them."""
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        return [value[0]] * n
     if isinstance(value, (list, tuple)) and n > 1:
         if len(value) != n:
             raise ValueError(f"expected {n} values (one per output), got {len(value)}")
         return list(value)
-    if isinstance(value, (list, tuple)) and len(value) == 1:
-        return [value[0]] * n
     return [value] * n
 
 
@@ -223,6 +224,11 @@ class ExternalSourceReader:
         with self._fed:
             self._feed.append(data)
             self._fed.notify_all()
+
+    def pending(self) -> int:
+        """Batches fed and not consumed yet."""
+        with self._fed:
+            return len(self._feed)
 
     # ---- source protocol -----------------------------------------------------------------------
     def next_batch(self, batch_size: int, epoch: int, iteration: int):

@@ -13,8 +13,11 @@ from chute.graph.node import DataNode, OpNode
 from chute.graph.trace import Graph
 from chute.graph.undefined import fail_if_undefined
 from chute.pipeline.checks import check_outputs, decode_checkpoint, per_output
+from chute.pipeline.inputs import PipelineInputs
 from chute.pipeline.options import DEFAULTS, check_options
-from chute.pipeline.state import PipelineState
+from chute.pipeline.serialize import SerializedForm
+from chute.pipeline.state import PipelineState, check_state
+from chute.pipeline.views import PipelineViews
 from chute.types import bind_constant_node
 
 __all__ = ["Pipeline", "do_not_convert", "pipeline_def"]
@@ -22,15 +25,8 @@ __all__ = ["Pipeline", "do_not_convert", "pipeline_def"]
 # Constructor arguments that @pipeline_def functions accept at call time.
 PIPELINE_ARGS = tuple(DEFAULTS)
 
-_MEMORY_KEYS = (
-    "real_memory_size",
-    "max_real_memory_size",
-    "reserved_memory_size",
-    "max_reserved_memory_size",
-)
 
-
-class Pipeline(PipelineState):
+class Pipeline(PipelineState, PipelineInputs, PipelineViews, SerializedForm):
     """A graph of operators that produces one batch per output on each ``run()``.
 
     Define the graph with ``@pipeline_def``, inside ``with pipe:`` followed by
@@ -177,6 +173,27 @@ class Pipeline(PipelineState):
         return self._options["default_cuda_stream_priority"]
 
     @property
+    def exec_dynamic(self) -> bool:
+        return self._options["exec_dynamic"] or self._options["experimental_exec_dynamic"]
+
+    @property
+    def max_streams(self) -> int:
+        return self._options["max_streams"]
+
+    @property
+    def cpu_queue_size(self) -> int:
+        return self._queue_sizes["cpu_size"]
+
+    @property
+    def gpu_queue_size(self) -> int:
+        return self._queue_sizes["gpu_size"]
+
+    @property
+    def exec_separated(self) -> bool:
+        """True when the CPU and GPU queue sizes differ (DALI's separated queues)."""
+        return self._queue_sizes["cpu_size"] != self._queue_sizes["gpu_size"]
+
+    @property
     def device_fallback(self) -> bool:
         return self._options["device_fallback"]
 
@@ -269,11 +286,16 @@ class Pipeline(PipelineState):
             )
         self._check_declared_outputs(plan)
         self._plan = plan
+        state = None
+        if self._checkpoint_text is not None:
+            state, self._iterator_data = decode_checkpoint(self._checkpoint_text)
+            check_state(state, self._batch_size)
+            # the random streams continue as they were (DALI restores its generators)
+            self._seed = state.get("seed", self._seed)
         self._executor = Executor(plan, self)
         self._finalizer = weakref.finalize(self, Executor.close, self._executor)
         self._built = True
-        if self._checkpoint_text is not None:
-            state, self._iterator_data = decode_checkpoint(self._checkpoint_text)
+        if state is not None:
             self.load_state_dict(state)
             self._restored = True
 
@@ -319,11 +341,19 @@ class Pipeline(PipelineState):
             or (self._want_ndim[k] is not None and s.ndim is None)
         ]
 
-    def run(self) -> tuple[Any, ...]:
+    def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple[Any, ...]:
         """Run one iteration: one batch per output. Raises StopIteration at an epoch's end.
 
         Builds the pipeline first if needed. Equal to ``schedule_run()`` then ``outputs()``.
+        ``pipeline_inputs`` feed external sources by name, as in DALI 2.x:
+        ``pipe.run(my_inp=batch)`` is ``pipe.feed_input("my_inp", batch)`` and a run (every
+        name is checked before anything is fed). Unlike DALI, chute needs neither
+        ``prefetch_queue_depth=1`` nor ``exec_pipelined=False`` for it: the batch of each
+        run is the one fed before it. ``cuda_stream`` is accepted for DALI; the batches
+        returned are ready to use (GPU batches order their consumers through DLPack).
         """
+        if pipeline_inputs:
+            self._feed_named_inputs(pipeline_inputs)
         self.schedule_run()
         return self.outputs()
 
@@ -336,7 +366,7 @@ class Pipeline(PipelineState):
         self.iter_setup()
         self._scheduled += 1
 
-    def outputs(self) -> tuple[Any, ...]:
+    def outputs(self, cuda_stream: Any = None) -> tuple[Any, ...]:
         """The batches of the iteration scheduled first by ``schedule_run()`` (one per output)."""
         if self._closed:
             raise RuntimeError("the pipeline is closed")
@@ -360,9 +390,16 @@ class Pipeline(PipelineState):
             )
         return outputs
 
-    def share_outputs(self) -> tuple[Any, ...]:
+    def share_outputs(self, cuda_stream: Any = None) -> tuple[Any, ...]:
         """As ``outputs()``: chute's batches are never written again, so sharing costs no copy."""
         return self.outputs()
+
+    def empty(self) -> bool:
+        """True when no iteration is scheduled and not yet taken by ``outputs()`` (DALI)."""
+        return self._scheduled == 0
+
+    def start_py_workers(self) -> None:
+        """Accepted for DALI: chute starts the Python worker processes when it builds."""
 
     def release_outputs(self) -> None:
         """Accepted for DALI compatibility: a batch returns to the pool when it is dropped."""
@@ -374,98 +411,6 @@ class Pipeline(PipelineState):
         self._epoch += 1
         self._iteration = 0
         self._scheduled = 0
-
-    def feed_input(
-        self,
-        data_node: DataNode | str,
-        data: Any,
-        layout: str | None = None,
-        cuda_stream: Any = None,
-        use_copy_kernel: bool = False,
-    ) -> None:
-        """Give the next batch to an ``external_source`` that has no ``source``.
-
-        ``data``: a list of arrays, one array with a leading batch dimension, or a
-        TensorListCPU (whose layout is used when ``layout`` is None). ``cuda_stream``
-        and ``use_copy_kernel`` are accepted for DALI; chute copies GPU data on the
-        pipeline's stream.
-        """
-        node = self._find(data_node)
-        if not getattr(node.op, "feedable", False):
-            raise TypeError(f"feed_input: {node.label} is not an external_source")
-        if layout is None and callable(getattr(data, "layout", None)):
-            layout = data.layout() or None
-        if not self._built:
-            self.build()
-        if layout is not None:
-            self._relayout(node, str(layout))
-        self._executor.sources[node.id].feed(data, layout)
-
-    def _relayout(self, source: OpNode, layout: str) -> None:
-        """Give ``source``'s outputs the layout fed to it and infer the readers' layouts again."""
-        specs = self._plan.specs
-        keys = [(source.id, i) for i in range(len(source.outputs))]
-        if all(k in specs and specs[k].layout == layout for k in keys):
-            return
-        for k in keys:
-            if k in specs:
-                specs[k] = specs[k].with_(layout=layout)
-        for node in self._plan.nodes:
-            if node.op.kind == "source":
-                continue
-            inputs = [specs[(d.producer.id, d.index)] for d in node.inputs]
-            try:
-                outs = node.op.infer(node, inputs)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"feed_input(layout={layout!r}): {node.label}: {exc}") from None
-            for i, spec in enumerate(outs):
-                specs[(node.id, i)] = spec
-
-    def _find(self, key: DataNode | str) -> OpNode:
-        if isinstance(key, DataNode):
-            return key.producer
-        for node in self._graph.nodes:
-            if node.name == key:
-                return node
-        names = [n.name for n in self._graph.nodes]
-        raise KeyError(f"no operator named {key!r} in this pipeline; names: {', '.join(names)}")
-
-    def errors(self) -> list[dict[str, Any]]:
-        """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch."""
-        return list(self._executor.errors) if self._built else []
-
-    # ---- seeing the pipeline: graph, statistics (chute.graph.dot, chute.executor.stats) --
-    def graph(self, path: str | None = None, format: str = "dot") -> str:
-        """The operator graph as DOT text; with ``path``, also write it (.dot, .png, .svg, .pdf)."""
-        from chute.graph.dot import graph_dot, render_dot
-
-        if self._outputs is None:  # legacy define_graph(): trace it
-            self.build()
-        dot = graph_dot(self._graph.nodes, self._outputs)
-        if path is not None:
-            render_dot(dot, os.fspath(path), None if format == "dot" else format)
-        return dot
-
-    def executor_statistics(self) -> dict[str, dict[str, Any]]:
-        """Per operator name: fn, device, calls, samples and time; with
-        ``enable_memory_stats=True`` also DALI's output memory keys (real_memory_size,
-        max_real_memory_size, reserved_memory_size, max_reserved_memory_size)."""
-        if not self._built:
-            return {}
-        stats = self._executor.stats.snapshot()
-        if not self.enable_memory_stats:  # DALI reports memory only when asked to
-            for entry in stats.values():
-                for key in _MEMORY_KEYS:
-                    entry.pop(key, None)
-        return stats
-
-    def memory_stats(self) -> dict[str, Any]:
-        """Bytes of the latest batch's outputs on the host and GPU, and CuPy's pool when loaded."""
-        from chute.executor.stats import gpu_pool_bytes, memory_stats
-
-        if not self._built:
-            return {"host_output_bytes": 0, "gpu_output_bytes": 0, **(gpu_pool_bytes() or {})}
-        return memory_stats(self._plan, self._executor.stats)
 
     def close(self) -> None:
         """Stop worker threads and close files; the pipeline cannot run afterwards."""
@@ -496,23 +441,22 @@ def _as_tuple(outputs: Any) -> tuple:
 
 
 def _constant_node(array: Any, layout: str | None, device: str | None) -> DataNode:
-    """types.Constant of an array: every sample is ``array`` (an external_source of it)."""
-    from chute.ops.external_source import ExternalSource
+    """types.Constant of an array: every sample is ``array`` (an ``fn.constant`` node, as in
+    DALI, so that a serialized pipeline holds the values)."""
+    from chute.ops.tensors.constant_ops import Constant
 
     if Pipeline.current() is None:
         raise RuntimeError(
             "types.Constant of an array (or with shape, layout or device) makes a pipeline "
             "node: call it inside a @pipeline_def function or a `with pipe:` block"
         )
-    array.setflags(write=False)
-    node = ExternalSource()(
-        source=lambda info: array,
-        batch=False,
-        layout=layout or "",
-        dtype=array.dtype,
-        ndim=array.ndim,  # known, so that arithmetic with it keeps the other operand's layout
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"types.Constant: a constant of {array.dtype} data cannot be a node")
+    values = array.reshape(-1).tolist()
+    data = {"fdata": values} if array.dtype.kind == "f" else {"idata": values}
+    return Constant(device="gpu" if device == "gpu" else "cpu")(
+        **data, shape=list(array.shape), dtype=array.dtype, layout=layout or None
     )
-    return node.gpu() if device == "gpu" else node
 
 
 bind_constant_node(_constant_node)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.types import to_dtype
+from chute.types import DALIDataType, to_dtype
 
 __all__ = ["DEFAULTS", "check_options", "closest_name", "unknown_argument"]
 
@@ -111,7 +111,7 @@ def _per_output(name: str, value: Any, check: Callable[[Any], Any]) -> Any:
 
 
 def _dtype(value: Any) -> np.dtype:
-    if isinstance(value, (str, bool, int, float)):
+    if isinstance(value, (str, bool, int, float)) and not isinstance(value, DALIDataType):
         raise TypeError(f"Pipeline: output_dtype must be types.DALIDataType values, got {value!r}")
     return to_dtype(value)
 

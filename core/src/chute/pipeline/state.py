@@ -19,6 +19,7 @@ class PipelineState:
     """Readers' metadata, output specs, the position (state_dict, checkpoint)."""
 
     # set by Pipeline
+    seed: int
     _executor: Any
     _plan: Any
     _graph: Any
@@ -82,13 +83,15 @@ class PipelineState:
 
     # ---- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """The position after the last delivered batch: sources, epoch and iteration."""
+        """The position after the last delivered batch: sources, epoch and iteration, and the
+        seed of the random streams (which ``Pipeline(checkpoint=...)`` takes over)."""
         self.build()
         epoch, iteration = self._executor.last_position
         names = {n.id: n.name for n in self._plan.sources}
         return {
             "version": STATE_VERSION,
             "batch_size": self.batch_size,
+            "seed": self.seed,
             "epoch": epoch,
             "iteration": iteration,
             "sources": {names[k]: v for k, v in self._executor.last_states.items()},
@@ -107,18 +110,25 @@ class PipelineState:
         states = {ids[k]: v for k, v in state["sources"].items()}
         self._executor.restore(state["epoch"], state["iteration"], states)
 
-    def checkpoint(self, iterator_data: Any = None) -> str:
+    def checkpoint(self, filename: str | None = None, *, iterator_data: Any = None) -> str:
         """The pipeline's position as a string; ``Pipeline(checkpoint=...)`` continues from it.
 
-        Needs ``enable_checkpointing=True`` (as in DALI). ``iterator_data`` (anything
-        JSON can hold) comes back as ``pipe.iterator_data`` after the restore.
+        Needs ``enable_checkpointing=True`` (as in DALI). With ``filename`` (DALI's
+        argument), the checkpoint is also written there (overwritten; UTF-8, so reading it
+        back as bytes or as text both restore). ``iterator_data`` (anything JSON can hold)
+        comes back as ``pipe.iterator_data`` after the restore. DALI returns bytes; chute
+        returns a str, and ``Pipeline(checkpoint=...)`` takes either.
         """
         if not self.enable_checkpointing:
             raise RuntimeError(
                 "Pipeline.checkpoint(): checkpointing is not enabled; create the pipeline "
                 "with enable_checkpointing=True"
             )
-        return encode_checkpoint(self.state_dict(), iterator_data)
+        text = encode_checkpoint(self.state_dict(), iterator_data)
+        if filename is not None:
+            with open(filename, "wb") as f:
+                f.write(text.encode())
+        return text
 
     # ---- reader information ----------------------------------------------------------------
     def _readers(self) -> dict[str, Any]:
@@ -180,6 +190,11 @@ def check_state(state: Any, batch_size: int) -> None:
             raise ValueError(
                 f"load_state_dict: field {key!r} must be a non-negative integer, got {value!r}"
             )
+    seed = state.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(
+            f"load_state_dict: field 'seed' must be a non-negative integer, got {seed!r}"
+        )
     if not isinstance(state["sources"], dict):
         raise TypeError("load_state_dict: field 'sources' must be a dict of source states")
     saved = state.get("batch_size", batch_size)

@@ -35,7 +35,7 @@ from chute.graph.schema import COMMON_ARGS, REQUIRED, Schema
 from chute.graph.spec import Spec
 from chute.graph.trace import current_pipeline
 from chute.graph.undefined import fail_if_undefined
-from chute.types import ScalarConstant
+from chute.types import Constant, ScalarConstant
 
 __all__ = ["ArgView", "Operator", "Spec"]
 
@@ -140,13 +140,21 @@ class Operator:
         return node.outputs[0] if len(node.outputs) == 1 else list(node.outputs)
 
     def convert_input(self, index: int, x: Any) -> DataNode:
+        """Input ``index`` as a DataNode: a constant (a number, a list, a NumPy array, a
+        ``types.Constant``) becomes a constant node, as in DALI (``fn.filter(x, kernel)``)."""
         if isinstance(x, DataNode):
             return x
         fail_if_undefined(x)  # a variable that a conditional left undefined
-        raise TypeError(
-            f"{self.schema.display_name}: input {index} must be a DataNode (an operator's "
-            f"output), got {type(x).__name__}"
-        )
+        try:
+            if isinstance(x, ScalarConstant):
+                return Constant(x.value, x.dtype, device="cpu")
+            return Constant(x, device="cpu")
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{self.schema.display_name}: input {index} must be a DataNode (an operator's "
+                f"output) or a constant (a number, a list or a NumPy array of numbers), got "
+                f"{type(x).__name__} ({exc})"
+            ) from None
 
     def default_device(self, inputs: Sequence[DataNode]) -> str:
         if any(x.device == "gpu" for x in inputs) and "gpu" in self.schema.devices:

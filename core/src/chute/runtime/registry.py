@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
+from chute.runtime.deprecated import DEPRECATED, deprecated_class
+
 __all__ = [
     "Entry",
     "camel",
@@ -41,9 +43,10 @@ T = TypeVar("T", bound=type)
 class Entry:
     """One registered operator class and the extra names it answers to.
 
-    ``legacy``: DALI's deprecated names, snake case ("file_reader", or dotted where DALI
-    2.0 moved an operator out of ``experimental``: "experimental.inflate"); each gives both
-    ``fn.file_reader`` and ``ops.FileReader``. ``ops_name``: the class name in
+    ``legacy``: DALI's pre-1.0 names, snake case ("file_reader"), each one of
+    chute.runtime.deprecated.DEPRECATED; each gives ``fn.file_reader`` and
+    ``ops.FileReader``, which warn. (The table alone makes these names where its
+    operator is registered; ``legacy`` says so at the class.) ``ops_name``: the class name in
     ``ops`` where CamelCase of the schema name is not it ("MFCC").
     ``ops_aliases``: more dotted ``ops`` names ("readers.FileReader").
     """
@@ -127,15 +130,27 @@ def _dotted_camel(name: str) -> str:
 def ops_entries() -> tuple[tuple[str, type], ...]:
     """(dotted name under ``chute.ops``, operator class), sorted; legacy names included.
 
-    Lists what is registered: chute.ops imports every operator module first.
+    Lists what is registered: chute.ops imports every operator module first. DALI's
+    deprecated names (chute.runtime.deprecated) are subclasses that warn when applied;
+    those whose operator chute has are here even where no operator registered them.
     """
     found: dict[str, type] = {}
-    for entry in operators().values():
-        names = [ops_name(entry), *(_dotted_camel(n) for n in entry.legacy), *entry.ops_aliases]
-        for name in names:
+    registered = operators()
+    for entry in registered.values():
+        for name in [ops_name(entry), *entry.ops_aliases]:
             known = found.setdefault(name, entry.op_class)
             if known is not entry.op_class:
                 raise ValueError(f"ops.{name} names both {known.__name__} and {entry.name}")
+        for legacy in entry.legacy:
+            if legacy not in DEPRECATED:
+                raise ValueError(
+                    f"{entry.name}: legacy name {legacy!r} is not one of DALI's deprecated "
+                    "names (chute.runtime.deprecated.DEPRECATED)"
+                )
+    for old in DEPRECATED.values():
+        target = registered.get(old.fn_name) or registered.get(old.use_instead or "")
+        if target is not None:
+            found[old.ops_name] = deprecated_class(target.op_class, old)
     return tuple(sorted(found.items()))
 
 

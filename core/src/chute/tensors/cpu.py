@@ -7,11 +7,23 @@ from typing import Any
 
 import numpy as np
 
-from chute.tensors.tensor import TensorCPU, copy_to_pointer
+from chute.tensors.tensor import (
+    TensorCPU,
+    check_layout,
+    copy_to_pointer,
+    host_array,
+    is_capsule,
+    reinterpreted,
+)
 
 
 class TensorListCPU:
     """A batch of ``len(self)`` samples of one dtype and ndim; shapes may differ.
+
+    Made, as in DALI, from one array whose first dimension is the batch (a NumPy
+    array, a DLPack capsule, an object with ``__dlpack__``), from a list of samples
+    (arrays, ``TensorCPU``s, DLPack objects), or from another TensorListCPU (sharing
+    its memory, with a new ``layout``). ``layout`` names the dimensions of a sample.
 
     Dense batches (all shapes equal) are stored, or stacked once on first use,
     as one contiguous array, so that ``as_array()``, ``__array__`` and
@@ -19,9 +31,14 @@ class TensorListCPU:
     never writes to a batch after handing it out.
     """
 
-    def __init__(
-        self, data: np.ndarray | Sequence[Any], layout: str = "", meta: Sequence[dict] | None = None
-    ):
+    def __init__(self, data: Any, layout: str | None = "", meta: Sequence[dict] | None = None):
+        if isinstance(data, TensorListCPU):
+            layout = data.layout() if layout is None else layout
+            meta = data.meta if meta is None else meta
+            data = data._dense if data._dense is not None else list(data._samples or [])
+        one_array = hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple))
+        if one_array or is_capsule(data) or isinstance(data, (np.generic, int, float)):
+            data = host_array(data, "TensorListCPU")
         if isinstance(data, np.ndarray):
             if data.ndim == 0:
                 raise ValueError("a batch needs a leading sample dimension; got a 0-d array")
@@ -29,7 +46,7 @@ class TensorListCPU:
             self._samples: list[np.ndarray] | None = None
         else:
             self._dense = None
-            self._samples = [np.asarray(s) for s in data]
+            self._samples = [host_array(s, f"TensorListCPU sample {i}") for i, s in enumerate(data)]
             kinds = {s.dtype.kind for s in self._samples}
             if kinds == {"U"} or kinds == {"S"}:
                 # Strings (file paths) differ in length, hence in numpy itemsize: one dtype.
@@ -43,7 +60,9 @@ class TensorListCPU:
                             f"sample {i} has dtype {s.dtype} and ndim {s.ndim}, but sample 0 has "
                             f"dtype {first.dtype} and ndim {first.ndim}: a batch has one dtype and ndim"
                         )
-        self._layout = layout or ""
+        self._layout = (
+            check_layout(layout, self.ndim, "TensorListCPU") if len(self) else str(layout or "")
+        )
         self.meta = list(meta) if meta is not None else None
 
     # ---- DALI's TensorList API ----------------------------------------------------------
@@ -87,6 +106,51 @@ class TensorListCPU:
     def layout(self) -> str:
         """The samples' layout ("HWC", ...); "" when unknown."""
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the samples' dimensions anew (DALI's ``set_layout``); checked against them."""
+        self._layout = (
+            check_layout(layout, self.ndim, "TensorListCPU.set_layout")
+            if len(self)
+            else (layout or "")
+        )
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View every sample's elements as ``new_type`` of the same size, in place (no copy)."""
+        dtype = reinterpreted(self.dtype, new_type, "TensorListCPU")
+        if self._dense is not None:
+            self._dense = self._dense.view(dtype)
+        else:
+            self._samples = [s.view(dtype) for s in self._samples or []]
+
+    def data_ptr(self) -> int:
+        """The address of the first element (of the dense batch, or of sample 0); 0 if empty."""
+        if not len(self):
+            return 0
+        first = self._dense if self._dense is not None else self._samples[0]  # type: ignore[index]
+        return int(first.ctypes.data)
+
+    def reset(self) -> None:
+        """Make the batch empty (DALI's ``reset``)."""
+        self._dense, self._samples, self.meta = None, [], None
+
+    @staticmethod
+    def broadcast(sample: Any, n: int) -> TensorListCPU:
+        """A batch of ``n`` copies of ``sample`` (a TensorCPU or an array), as views."""
+        tensor = sample if isinstance(sample, TensorCPU) else TensorCPU(sample)
+        array = tensor.as_array()
+        return TensorListCPU(np.broadcast_to(array, (int(n), *array.shape)), tensor.layout())
+
+    @classmethod
+    def from_dlpack_list(
+        cls, list_of_objects: Sequence[Any], layout: str | None = None, contiguous: bool = False
+    ) -> TensorListCPU:
+        """A batch of DLPack objects (CPU tensors), one per sample; ``contiguous`` copies
+        them into one array when they share a shape."""
+        batch = cls(list(list_of_objects), layout)
+        if contiguous and len(batch) and batch.is_dense_tensor():
+            batch.as_array()
+        return batch
 
     def shape(self) -> list[tuple[int, ...]]:
         """The shape of every sample."""

@@ -9,17 +9,53 @@ from typing import Any
 import numpy as np
 
 from chute.tensors.cpu import TensorListCPU
-from chute.tensors.tensor import TensorCPU
+from chute.tensors.tensor import TensorCPU, check_layout, is_capsule, reinterpreted
+
+
+def device_array(data: Any, what: str) -> Any:
+    """``data`` as a CuPy array, sharing its memory: a CuPy array, a DLPack capsule or an
+    object with ``__dlpack__`` (a CUDA torch tensor) or ``__cuda_array_interface__``."""
+    cp = cupy_module()
+    if isinstance(data, cp.ndarray):
+        return data
+    if isinstance(data, TensorGPU):
+        return data.as_array()
+    try:
+        if is_capsule(data) or hasattr(data, "__dlpack__"):
+            return cp.from_dlpack(data)
+        if hasattr(data, "__cuda_array_interface__"):
+            return cp.asarray(data)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{what}: cannot read this tensor as GPU memory ({exc}); host data goes to "
+            "TensorListCPU / TensorCPU"
+        ) from None
+    raise TypeError(
+        f"{what}: expected GPU data (a CuPy array, a DLPack capsule or tensor, or an object "
+        f"with __cuda_array_interface__), got {type(data).__name__}"
+    )
 
 
 class TensorGPU:
-    """One sample in device memory, as DALI's ``TensorListGPU[i]`` gives it (a CuPy view)."""
+    """One sample in device memory, as DALI's ``TensorListGPU[i]`` gives it (a CuPy view).
+
+    Made from a CuPy array, a DLPack capsule, or an object with ``__dlpack__`` or
+    ``__cuda_array_interface__`` (no copy); ``device_id`` is accepted for DALI's
+    signature (the memory says where it lives).
+    """
 
     __slots__ = ("_array", "_batch", "_layout")
 
-    def __init__(self, array: Any, layout: str = "", batch: TensorListGPU | None = None):
-        self._array = array
-        self._layout = layout or ""
+    def __init__(
+        self,
+        array: Any,
+        layout: str | None = "",
+        device_id: int | None = None,
+        *,
+        batch: TensorListGPU | None = None,
+    ):
+        self._array = device_array(array, "TensorGPU")
+        self._layout = check_layout(layout, self._array.ndim, "TensorGPU")
         self._batch = batch  # orders consumers after the work that produced the batch
 
     def shape(self) -> list[int]:
@@ -31,6 +67,14 @@ class TensorGPU:
 
     def layout(self) -> str:
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
+        self._layout = check_layout(layout, self._array.ndim, "TensorGPU.set_layout")
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View the elements as ``new_type`` of the same size, in place (no copy)."""
+        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorGPU"))
 
     def as_array(self) -> Any:
         """The sample as a CuPy array (no copy)."""
@@ -103,16 +147,46 @@ class TensorListGPU:
     when the last consumer drops the batch.
     """
 
-    def __init__(self, data: Any, layout: str = "", stream: Any = None, device_id: int = 0):
+    def __init__(
+        self, data: Any, layout: str | None = "", stream: Any = None, device_id: int | None = None
+    ):
         cp = cupy_module()
         self._cp = cp
+        if isinstance(data, TensorListGPU):  # DALI: the same memory, another layout
+            layout = data.layout() if layout is None else layout
+            stream = data.stream if stream is None else stream
+            device_id = data.device_id if device_id is None else device_id
+            data = data._dense if data._dense is not None else list(data._samples or [])
+        if not isinstance(data, (list, tuple)):
+            data = device_array(data, "TensorListGPU")
         if isinstance(data, cp.ndarray):
+            if data.ndim == 0:
+                raise ValueError("a batch needs a leading sample dimension; got a 0-d array")
             self._dense: Any = data
             self._samples: list[Any] | None = None
         else:
             self._dense = None
-            self._samples = list(data)
-        self._layout = layout or ""
+            self._samples = [
+                device_array(x, f"TensorListGPU sample {i}") for i, x in enumerate(data)
+            ]
+            for i, x in enumerate(self._samples):
+                first = self._samples[0]
+                if x.dtype != first.dtype or x.ndim != first.ndim:
+                    raise TypeError(
+                        f"sample {i} has dtype {x.dtype} and ndim {x.ndim}, but sample 0 has "
+                        f"dtype {first.dtype} and ndim {first.ndim}: a batch has one dtype and ndim"
+                    )
+        if device_id is None:
+            first = self._dense if self._dense is not None else (self._samples or [None])[0]
+            device_id = first.device.id if first is not None else 0
+        ndim = (
+            (self._dense.ndim - 1)
+            if self._dense is not None
+            else (self._samples[0].ndim if self._samples else 0)
+        )
+        self._layout = (
+            check_layout(layout, ndim, "TensorListGPU") if len(self) else str(layout or "")
+        )
         self.stream = stream
         self.device_id = device_id
         self._ready = None
@@ -160,7 +234,7 @@ class TensorListGPU:
 
     def __getitem__(self, i: int) -> TensorGPU:
         """Sample ``i`` as a :class:`TensorGPU` (DALI's ``batch[i]``; ``at(i)`` gives CuPy)."""
-        return TensorGPU(self.at(i), self._layout, self)
+        return TensorGPU(self.at(i), self._layout, batch=self)
 
     def __iter__(self) -> Iterator[TensorGPU]:
         return (self[i] for i in range(len(self)))
@@ -176,6 +250,51 @@ class TensorListGPU:
 
     def layout(self) -> str:
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the samples' dimensions anew (DALI's ``set_layout``); checked against them."""
+        ndim = len(self.shape()[0]) if len(self) else 0
+        self._layout = (
+            check_layout(layout, ndim, "TensorListGPU.set_layout") if len(self) else (layout or "")
+        )
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View every sample's elements as ``new_type`` of the same size, in place (no copy)."""
+        dtype = reinterpreted(self.dtype, new_type, "TensorListGPU")
+        if self._dense is not None:
+            self._dense = self._dense.view(dtype)
+        else:
+            self._samples = [x.view(dtype) for x in self._samples or []]
+
+    def data_ptr(self) -> int:
+        """The device address of the first element (of the dense batch, or of sample 0)."""
+        if not len(self):
+            return 0
+        first = self._dense if self._dense is not None else self._samples[0]  # type: ignore[index]
+        return int(first.data.ptr)
+
+    def reset(self) -> None:
+        """Make the batch empty (DALI's ``reset``)."""
+        self._dense, self._samples = None, []
+
+    @staticmethod
+    def broadcast(sample: Any, n: int) -> TensorListGPU:
+        """A batch of ``n`` copies of ``sample`` (a TensorGPU or GPU array), as views."""
+        tensor = sample if isinstance(sample, TensorGPU) else TensorGPU(sample)
+        array = tensor.as_array()
+        cp = cupy_module()
+        return TensorListGPU(cp.broadcast_to(array, (int(n), *array.shape)), tensor.layout())
+
+    @classmethod
+    def from_dlpack_list(
+        cls, list_of_objects: Any, layout: str | None = None, contiguous: bool = False
+    ) -> TensorListGPU:
+        """A batch of DLPack objects (GPU tensors), one per sample; ``contiguous`` stacks
+        them into one array when they share a shape."""
+        batch = cls(list(list_of_objects), layout)
+        if contiguous and len(batch) and batch.is_dense_tensor():
+            batch.as_array()
+        return batch
 
     def shape(self) -> list[tuple[int, ...]]:
         if self._dense is not None:
@@ -201,11 +320,11 @@ class TensorListGPU:
 
     def as_tensor(self) -> TensorGPU:
         """The dense batch as one TensorGPU of shape (N, *sample_shape)."""
-        return TensorGPU(self.as_array(), ("N" + self._layout) if self._layout else "", self)
+        return TensorGPU(self.as_array(), ("N" + self._layout) if self._layout else "", batch=self)
 
     def as_reshaped_tensor(self, shape: Any) -> TensorGPU:
         """The dense batch as one TensorGPU of ``shape`` (same element count; no copy)."""
-        return TensorGPU(self.as_array().reshape(tuple(shape)), "", self)
+        return TensorGPU(self.as_array().reshape(tuple(shape)), "", batch=self)
 
     def copy_to_external(self, ptr: Any, cuda_stream: Any = None, **kwargs: Any) -> None:
         """Copy the dense batch to device memory at ``ptr`` (an address or a CuPy array)."""

@@ -2,7 +2,10 @@
 
 A thin view over a NumPy array (no copy) with DALI's methods: ``shape()``,
 ``layout()``, ``dtype``, ``as_array()``, ``source_info()``, ``copy_to_external()``
-and the array protocols (``np.asarray(t)``, ``__dlpack__``).
+and the array protocols (``np.asarray(t)``, ``__array_interface__``, ``__dlpack__``).
+Made from a NumPy array (or anything ``np.asarray`` takes), a DLPack capsule or an
+object with ``__dlpack__`` (a CPU torch tensor, a jax array): no copy where the
+memory allows it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,68 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TensorCPU", "copy_to_pointer"]
+__all__ = ["TensorCPU", "check_layout", "copy_to_pointer", "host_array", "reinterpreted"]
+
+
+def is_capsule(obj: Any) -> bool:
+    """True for a DLPack capsule (a ``PyCapsule``, what ``x.__dlpack__()`` returns)."""
+    return type(obj).__name__ == "PyCapsule"
+
+
+class _Capsule:
+    """A DLPack capsule dressed as an exporter, for ``np.from_dlpack``."""
+
+    def __init__(self, capsule: Any):
+        self._capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU: a capsule of device memory fails in NumPy, naming it
+
+
+def host_array(data: Any, what: str) -> np.ndarray:
+    """``data`` as a NumPy array: an array-like, a DLPack capsule or a ``__dlpack__`` object.
+
+    No copy where NumPy can share the memory. ``what`` names the caller in errors.
+    """
+    if isinstance(data, np.ndarray):
+        return data
+    try:
+        if is_capsule(data):
+            return np.from_dlpack(_Capsule(data))
+        if hasattr(data, "__dlpack__") and not hasattr(data, "__array_interface__"):
+            return np.from_dlpack(data)
+    except (BufferError, RuntimeError, TypeError) as exc:
+        raise TypeError(
+            f"{what}: cannot read this DLPack tensor into host memory ({exc}); a GPU tensor "
+            "goes to TensorListGPU / TensorGPU"
+        ) from None
+    return np.asarray(data)
+
+
+def reinterpreted(dtype: np.dtype, new_type: Any, what: str) -> np.dtype:
+    """``new_type`` (a ``types.*`` data type or NumPy dtype) for data of ``dtype`` seen anew:
+    the element size must stay (DALI's ``reinterpret``)."""
+    new = np.dtype(new_type)
+    if new.itemsize != dtype.itemsize:
+        raise ValueError(
+            f"{what}.reinterpret: {dtype} has {dtype.itemsize}-byte elements, {new} "
+            f"{new.itemsize}-byte ones; the element size must not change"
+        )
+    return new
+
+
+def check_layout(layout: Any, ndim: int, what: str) -> str:
+    """``layout`` as a str, checked against ``ndim`` dimensions: "" or one letter per dimension."""
+    layout = str(layout or "")
+    if layout and len(layout) != ndim:
+        raise ValueError(
+            f"{what}: the layout {layout!r} has {len(layout)} dimensions but the data has {ndim} "
+            "(a layout names every dimension of a sample, or is empty)"
+        )
+    return layout
 
 
 def copy_to_pointer(array: np.ndarray, ptr: Any) -> None:
@@ -42,9 +106,9 @@ class TensorCPU:
 
     __slots__ = ("_array", "_layout", "_meta")
 
-    def __init__(self, array: Any, layout: str = "", meta: dict | None = None):
-        self._array = np.asarray(array)
-        self._layout = layout or ""
+    def __init__(self, array: Any, layout: str | None = "", meta: dict | None = None):
+        self._array = host_array(array, "TensorCPU")
+        self._layout = check_layout(layout, self._array.ndim, "TensorCPU")
         self._meta = meta
 
     def shape(self) -> list[int]:
@@ -62,6 +126,22 @@ class TensorCPU:
 
     def layout(self) -> str:
         return self._layout
+
+    def set_layout(self, layout: str | None) -> None:
+        """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
+        self._layout = check_layout(layout, self._array.ndim, "TensorCPU.set_layout")
+
+    def reinterpret(self, new_type: Any) -> None:
+        """View the elements as ``new_type`` of the same size, in place (no copy)."""
+        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorCPU"))
+
+    def get_property(self, key: str) -> Any:
+        """A property of the sample, as DALI names them: "source_info" or "layout"."""
+        if key == "source_info":
+            return self.source_info()
+        if key == "layout":
+            return self._layout
+        raise KeyError(f"TensorCPU.get_property: unknown property {key!r} (source_info, layout)")
 
     def source_info(self) -> str:
         """Where the sample came from (the reader's file path), or ""."""
@@ -92,6 +172,10 @@ class TensorCPU:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._array if dtype is None else self._array.astype(dtype, copy=False)
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return self._array.__array_interface__
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **kwargs: Any) -> Any:
         if max_version is not None:

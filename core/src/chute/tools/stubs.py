@@ -31,7 +31,7 @@ from chute.graph.schema import COMMON_ARGS, REQUIRED, Arg, Schema
 from chute.runtime.operator import Operator
 from chute.runtime.registry import ops_entries
 from chute.surface import fn_entries
-from chute.types import ImageType, InterpType
+from chute.types import DALIImageType, DALIInterpType
 
 __all__ = ["COMMAND", "main", "render", "write"]
 
@@ -53,7 +53,7 @@ _TYPES = {
     "any": "Any",
 }
 # chute.types enums that string arguments take in place of their values (DALI's types.RGB)
-_ENUMS: tuple[type[enum.Enum], ...] = (ImageType, InterpType)
+_ENUMS: tuple[type[enum.Enum], ...] = (DALIImageType, DALIInterpType)
 _COMMON_TYPES = {
     "device": "str | None",
     "name": "str | None",
@@ -71,8 +71,8 @@ _IMPORTS = {
     "NDArray": "numpy.typing",
     "DataNode": "chute.graph.node",
     "Operator": "chute.runtime.operator",
-    "ImageType": "chute.types",
-    "InterpType": "chute.types",
+    "DALIImageType": "chute.types",
+    "DALIInterpType": "chute.types",
     "OnError": "chute.types",
 }
 _SECTIONS = ("collections.abc", "typing"), ("numpy.typing",), ("chute.",)
@@ -85,7 +85,9 @@ def arg_type(arg: Arg) -> str:
         choices = list(dict.fromkeys(arg.choices))
         text = f"Literal[{', '.join(_literal(c) for c in choices)}]"
         text += "".join(
-            f" | {e.__name__}" for e in _ENUMS if {m.value for m in e} & set(map(str, choices))
+            f" | {e.__name__}"
+            for e in _ENUMS
+            if {getattr(m, "arg", m.value) for m in e} & set(map(str, choices))
         )
     else:
         text = _TYPES[arg.type]

@@ -7,13 +7,13 @@ from typing import Any, Literal
 from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
-from chute.types import ImageType, OnError
+from chute.types import DALIImageType, OnError
 
 def image(
     encoded: DataNode,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -49,7 +49,7 @@ def image_crop(
     encoded: DataNode,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -90,7 +90,7 @@ def image_random_crop(
     encoded: DataNode,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -131,7 +131,7 @@ def image_slice(
     slice_shape: DataNode = ...,
     /,
     *,
-    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+    output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
     dtype: DTypeLike = ...,
     adjust_orientation: bool = ...,
     dct_scaling: bool = ...,
@@ -184,7 +184,7 @@ def video(
     sequence_length: int | DataNode | None = ...,
     pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
     fill_value: int | Sequence[int] | NDArray[Any] = ...,
-    image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+    image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
     affine: bool = ...,
     build_index: bool = ...,
     device: str | None = ...,

@@ -55,7 +55,7 @@ _CANONICAL = {name.upper(): name for name in (*_LINEAR, "HSV")}
 
 def image_type_name(image_type: Any) -> str:
     """The canonical color space name (RGB, BGR, GRAY, YCbCr, HSV) of an image type."""
-    name = str(getattr(image_type, "value", image_type))
+    name = str(getattr(image_type, "arg", getattr(image_type, "value", image_type)))
     canonical = _CANONICAL.get(name.upper())
     if canonical is None:
         raise ValueError(

@@ -8,7 +8,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
-from chute.types import ImageType, OnError
+from chute.types import DALIImageType, OnError
 
 class Audio(Operator):
     """Decodes WAV, FLAC or OGG/Vorbis audio to (time, channels), and gives its sample rate."""
@@ -39,7 +39,7 @@ class Image(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -81,7 +81,7 @@ class ImageCrop(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -128,7 +128,7 @@ class ImageRandomCrop(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -173,7 +173,7 @@ class ImageSlice(Operator):
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -300,7 +300,7 @@ class Video(Operator):
         sequence_length: int | DataNode | None = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         affine: bool = ...,
         build_index: bool = ...,
         device: str | None = ...,

@@ -13,7 +13,7 @@ from chute.runtime.operator import Operator
 from chute.types import OnError
 
 class AudioResample(Operator):
-    """Resamples audio along its first (time) axis, from in_rate to out_rate or by scale."""
+    """Deprecated DALI name of ``ops`` AudioResample (use ``fn.audio_resample``)."""
 
     def __init__(
         self,
@@ -61,7 +61,7 @@ class Dilate(Operator):
     ) -> DataNode: ...
 
 class Equalize(Operator):
-    """Performs grayscale/per-channel histogram equalization (DALI's experimental name)."""
+    """Deprecated DALI name of ``ops`` ExperimentalEqualize (use ``fn.equalize``)."""
 
     def __init__(
         self,
@@ -103,7 +103,7 @@ class Erode(Operator):
     ) -> DataNode: ...
 
 class Filter(Operator):
-    """Convolves the image with the provided filter (a correlation: the filter is not flipped)."""
+    """Deprecated DALI name of ``ops`` Filter (use ``fn.filter``)."""
 
     def __init__(
         self,
@@ -126,7 +126,7 @@ class Filter(Operator):
     ) -> DataNode: ...
 
 class Inflate(Operator):
-    """Inflates LZ4-compressed samples (or sequences of chunks) to tensors of ``shape``."""
+    """Deprecated DALI name of ``ops`` Inflate (use ``fn.decoders.inflate``)."""
 
     def __init__(
         self,
@@ -172,7 +172,7 @@ class MedianBlur(Operator):
     ) -> DataNode: ...
 
 class PeekImageShape(Operator):
-    """The (height, width, channels) of each encoded image, read from its header only."""
+    """Deprecated DALI name of ``ops`` PeekImageShape (use ``fn.peek_image_shape``)."""
 
     def __init__(
         self,

@@ -8,15 +8,15 @@ from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
-from chute.types import ImageType, OnError
+from chute.types import DALIImageType, OnError
 
 class Image(Operator):
-    """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
+    """Deprecated DALI name of ``ops`` Image (use ``fn.decoders.image``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -53,12 +53,12 @@ class Image(Operator):
     ) -> DataNode: ...
 
 class ImageCrop(Operator):
-    """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
+    """Deprecated DALI name of ``ops`` ImageCrop (use ``fn.decoders.image_crop``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -100,12 +100,12 @@ class ImageCrop(Operator):
     ) -> DataNode: ...
 
 class ImageRandomCrop(Operator):
-    """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
+    """Deprecated DALI name of ``ops`` ImageRandomCrop (use ``fn.decoders.image_random_crop``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -145,12 +145,12 @@ class ImageRandomCrop(Operator):
     ) -> DataNode: ...
 
 class ImageSlice(Operator):
-    """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
+    """Deprecated DALI name of ``ops`` ImageSlice (use ``fn.decoders.image_slice``)."""
 
     def __init__(
         self,
         *,
-        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | ImageType = ...,
+        output_type: Literal["RGB", "BGR", "GRAY", "YCbCr", "ANY_DATA"] | DALIImageType = ...,
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         dct_scaling: bool = ...,
@@ -197,7 +197,7 @@ class ImageSlice(Operator):
     ) -> DataNode: ...
 
 class Video(Operator):
-    """Decodes frames of encoded videos (H.264, HEVC, VP8, VP9, AV1, MJPEG, MPEG-4, ...) to FHWC."""
+    """Deprecated DALI name of ``ops`` VideoDecoder (use ``fn.decoders.video``)."""
 
     def __init__(
         self,
@@ -209,7 +209,7 @@ class Video(Operator):
         sequence_length: int | DataNode | None = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         affine: bool = ...,
         build_index: bool = ...,
         device: str | None = ...,

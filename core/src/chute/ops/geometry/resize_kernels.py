@@ -53,7 +53,7 @@ _PILLOW_FILTERS = {"linear": Image.BILINEAR, "cubic": Image.BICUBIC, "lanczos3":
 
 def interp_name(interp: Any) -> str:
     """Normalise an interpolation type (``types.INTERP_LINEAR``, "linear", ...) to a filter name."""
-    value = getattr(interp, "value", interp)
+    value = getattr(interp, "arg", getattr(interp, "value", interp))
     name = str(value).lower()
     name = name.removeprefix("interptype.").removeprefix("interp_")
     try:

@@ -8,7 +8,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
-from chute.types import ImageType, InterpType, OnError
+from chute.types import DALIImageType, DALIInterpType, OnError
 
 class COCO(Operator):
     """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
@@ -331,7 +331,7 @@ class Numpy(Operator):
     ) -> DataNode: ...
 
 class Sequence(Operator):
-    """Reads sequences of frames (FHWC uint8) from a folder of streams of image files."""
+    """Deprecated DALI name of ``ops`` SequenceReader."""
 
     def __init__(
         self,
@@ -340,7 +340,7 @@ class Sequence(Operator):
         sequence_length: int,
         step: int = ...,
         stride: int = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         random_shuffle: bool = ...,
         initial_fill: int = ...,
         shard_id: int = ...,
@@ -421,7 +421,7 @@ class Video(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | _Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -466,7 +466,7 @@ class VideoReader(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | _Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -511,7 +511,7 @@ class VideoReaderResize(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | _Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -537,7 +537,7 @@ class VideoReaderResize(Operator):
         roi_start: float | _Sequence[float] | NDArray[Any] | None = ...,
         roi_end: float | _Sequence[float] | NDArray[Any] | None = ...,
         roi_relative: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType = ...,
         min_filter: str | None = ...,
         mag_filter: str | None = ...,
         antialias: bool = ...,
@@ -575,7 +575,7 @@ class VideoResize(Operator):
         stride: int = ...,
         pad_mode: Literal["none", "constant", "edge", "reflect"] = ...,
         fill_value: int | _Sequence[int] | NDArray[Any] = ...,
-        image_type: Literal["RGB", "BGR", "GRAY"] | ImageType = ...,
+        image_type: Literal["RGB", "BGR", "GRAY"] | DALIImageType = ...,
         enable_frame_num: bool = ...,
         enable_timestamps: bool = ...,
         random_shuffle: bool = ...,
@@ -601,7 +601,7 @@ class VideoResize(Operator):
         roi_start: float | _Sequence[float] | NDArray[Any] | None = ...,
         roi_end: float | _Sequence[float] | NDArray[Any] | None = ...,
         roi_relative: bool = ...,
-        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType = ...,
         min_filter: str | None = ...,
         mag_filter: str | None = ...,
         antialias: bool = ...,

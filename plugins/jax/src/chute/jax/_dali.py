@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from chute.iteration import PipelineSource, as_policy
+from chute.iteration.dali import dali_iterator
 from chute.jax._iterator import DataIterator
 from chute.types import LastBatchPolicy
 
@@ -34,37 +35,20 @@ class DALIGenericIterator(DataIterator):
 
     dali_conventions = True
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        output_map: Sequence[str],
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str | None = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-        sharding: jax.sharding.Sharding | None = None,
-        *,
-        pad_ragged: bool = False,
-    ):
-        if as_policy(last_batch_policy) is LastBatchPolicy.PARTIAL:
+    @dali_iterator(
+        "pipelines",
+        "output_map",
+        omit=("fill_last_batch", "dynamic_shape"),  # not in DALI's JAX iterator
+        after={"prepare_first_batch": [("sharding", None)]},
+        keyword_only=[("pad_ragged", False)],
+    )
+    def __init__(self, pipelines: PipelineSource, output_map: Sequence[str], **options: Any):
+        if as_policy(options["last_batch_policy"]) is LastBatchPolicy.PARTIAL:
             raise ValueError(
                 "DALIGenericIterator: the JAX iterator does not support "
                 "last_batch_policy=LastBatchPolicy.PARTIAL (as in DALI); use FILL or DROP"
             )
-        super().__init__(
-            pipelines,
-            output_map,
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-            sharding=sharding,
-            pad_ragged=pad_ragged,
-        )
+        super().__init__(pipelines, output_map, **options)
 
     def _join(self, name: str, arrays: list[jax.Array]) -> jax.Array:
         # DALI: one leading axis per pipeline, ready for jax.pmap

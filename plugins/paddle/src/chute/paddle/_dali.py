@@ -10,10 +10,11 @@ pipeline, keyed by ``output_map``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from chute.iteration import PipelineSource
+from chute.iteration.dali import dali_iterator
 from chute.paddle._iterator import DataIterator
-from chute.types import LastBatchPolicy
 
 __all__ = ["DALIClassificationIterator", "DALIGenericIterator"]
 
@@ -42,62 +43,21 @@ class DALIGenericIterator(DataIterator):
     ``lod_level`` 0. ``size`` / ``reader_name`` / ``auto_reset`` /
     ``fill_last_batch`` (deprecated, warns) / ``dynamic_shape`` (ignored) /
     ``last_batch_padded`` / ``last_batch_policy`` / ``prepare_first_batch``
-    behave as in the other plugins (:mod:`chute.iteration`).
+    behave as in the other plugins (:mod:`chute.iteration`); the signature is DALI's.
     """
 
     dali_conventions = True
 
+    @dali_iterator("pipelines", "output_map")
     def __init__(
-        self,
-        pipelines: PipelineSource,
-        output_map: Sequence[str | tuple[str, int]],
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str | None = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool | None = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
+        self, pipelines: PipelineSource, output_map: Sequence[str | tuple[str, int]], **options: Any
     ):
-        super().__init__(
-            pipelines,
-            _names(output_map),
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
+        super().__init__(pipelines, _names(output_map), **options)
 
 
 class DALIClassificationIterator(DALIGenericIterator):
     """DALI's ``DALIClassificationIterator`` for Paddle: outputs named "data" and "label"."""
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str | None = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool | None = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-    ):
-        super().__init__(
-            pipelines,
-            ["data", "label"],
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
+    @dali_iterator("pipelines")
+    def __init__(self, pipelines: PipelineSource, **options: Any):
+        super().__init__(pipelines, ["data", "label"], **options)

@@ -16,8 +16,8 @@ import numpy as np
 
 import torch
 from chute.iteration import PipelineSource
+from chute.iteration.dali import dali_iterator
 from chute.torch._iterator import DataIterator, to_torch
-from chute.types import LastBatchPolicy
 
 __all__ = [
     "DALIClassificationIterator",
@@ -80,65 +80,23 @@ class DALIGenericIterator(DataIterator):
     ``auto_reset`` is a bool or "yes"/"no"; ``fill_last_batch`` is DALI's
     deprecated spelling of FILL (True) / PARTIAL (False) and warns;
     ``dynamic_shape`` is accepted and ignored, as in DALI. Ragged outputs,
-    which DALI refuses, come as lists of per-sample tensors.
+    which DALI refuses, come as lists of per-sample tensors. The signature is
+    DALI's (chute.iteration.dali).
     """
 
     dali_conventions = True
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        output_map: Sequence[str],
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str | None = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool | None = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-    ):
-        super().__init__(
-            pipelines,
-            output_map,
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
+    @dali_iterator("pipelines", "output_map")
+    def __init__(self, pipelines: PipelineSource, output_map: Sequence[str], **options: Any):
+        super().__init__(pipelines, output_map, **options)
 
 
 class DALIClassificationIterator(DALIGenericIterator):
     """DALI's ``DALIClassificationIterator``: a DALIGenericIterator with outputs "data" and "label"."""
 
-    def __init__(
-        self,
-        pipelines: PipelineSource,
-        size: int = -1,
-        reader_name: str | None = None,
-        auto_reset: bool | str | None = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool | None = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
-    ):
-        super().__init__(
-            pipelines,
-            ["data", "label"],
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
+    @dali_iterator("pipelines")
+    def __init__(self, pipelines: PipelineSource, **options: Any):
+        super().__init__(pipelines, ["data", "label"], **options)
 
 
 def _sparse_coo(samples: list[torch.Tensor], device: torch.device) -> torch.Tensor:
@@ -162,19 +120,13 @@ class DALIRaggedIterator(DALIGenericIterator):
     SPARSE_LIST_TAG: str = "sparse_list"
     SPARSE_COO_TAG: str = "sparse_coo"
 
+    @dali_iterator("pipelines", "output_map", after={"reader_name": [("output_types", None)]})
     def __init__(
         self,
         pipelines: PipelineSource,
         output_map: Sequence[str],
-        size: int = -1,
-        reader_name: str | None = None,
-        output_types: Sequence[str] | None = None,
-        auto_reset: bool | str | None = False,
-        fill_last_batch: bool | None = None,
-        dynamic_shape: bool | None = False,
-        last_batch_padded: bool = False,
-        last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
-        prepare_first_batch: bool = True,
+        output_types: Sequence[str] | None,
+        **options: Any,
     ):
         tags = {self.DENSE_TAG, self.SPARSE_LIST_TAG, self.SPARSE_COO_TAG}
         if output_types is not None:
@@ -191,18 +143,7 @@ class DALIRaggedIterator(DALIGenericIterator):
                 )
         types = output_types or [self.DENSE_TAG] * len(output_map)
         self.output_types = dict(zip(output_map, types))
-        super().__init__(
-            pipelines,
-            output_map,
-            size=size,
-            reader_name=reader_name,
-            auto_reset=auto_reset,
-            fill_last_batch=fill_last_batch,
-            dynamic_shape=dynamic_shape,
-            last_batch_padded=last_batch_padded,
-            last_batch_policy=last_batch_policy,
-            prepare_first_batch=prepare_first_batch,
-        )
+        super().__init__(pipelines, output_map, **options)
 
     def convert(self, batch: Any, name: str) -> Any:
         """One output as its tag says: a dense tensor, a list of tensors, or a sparse COO tensor."""
