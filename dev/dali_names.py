@@ -75,7 +75,10 @@ def _chute_surface() -> tuple[dict[str, Any], dict[type, list[str]]]:
 
     ops_names: dict[type, list[str]] = {}
     for dotted, cls in ops_entries():
-        ops_names.setdefault(cls, []).append(dotted)
+        # a deprecated name's class is a warning subclass of its operator's: listed under both
+        for owner in cls.__mro__:
+            if getattr(owner, "schema", None) is not None:
+                ops_names.setdefault(owner, []).append(dotted)
     return dict(fn_entries()), ops_names
 
 

@@ -77,7 +77,7 @@ def test_short_chunk_is_zero_padded_and_legacy_name_warns():
         warnings.simplefilter("always")
         (out,) = run(lambda x: fn.experimental.inflate(x, shape=[16]), data)
     np.testing.assert_array_equal(out.at(0), [*range(1, 11), 0, 0, 0, 0, 0, 0])
-    assert any("`experimental.inflate` is now deprecated" in str(w.message) for w in caught)
+    assert any("experimental.inflate` is now deprecated" in str(w.message) for w in caught)
 
 
 @pytest.mark.parametrize(
