@@ -98,3 +98,19 @@ def test_dump_image_chw_and_errors(tmp_path, monkeypatch):
         _run(lambda x: fn.dump_image(x), [np.zeros((2, 2, 4), np.uint8)])
     with pytest.raises(Exception, match="input_layout"):
         _run(lambda x: fn.dump_image(x, input_layout="NHWC"), [hwc])
+
+
+def test_experimental_resize_is_resize_under_dali_s_name():
+    from chute import ops
+
+    image = np.random.default_rng(0).integers(0, 256, (30, 40, 3), np.uint8)
+    a, b = _run(
+        lambda x: (
+            fn.resize(x, size=(15, 17), interp_type=1),
+            fn.experimental.resize(x, size=(15, 17), interp_type=1),
+        ),
+        [image],
+    )
+    assert b.at(0).shape == (15, 17, 3)
+    np.testing.assert_array_equal(a.at(0), b.at(0))
+    assert issubclass(ops.experimental.Resize, ops.Resize)

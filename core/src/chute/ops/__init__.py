@@ -37,7 +37,14 @@ from chute.ops.detection import (  # noqa: F401
     roi_random_crop,
     ssd_random_crop,
 )
-from chute.ops.geometry import crop_generator, crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
+from chute.ops.geometry import (  # noqa: F401
+    crop_generator,
+    crop_ops,
+    experimental_resize,
+    resize_ops,
+    transform_ops,
+    warp_ops,
+)
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import dump_image as _dump_image  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401

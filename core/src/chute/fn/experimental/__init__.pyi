@@ -9,7 +9,7 @@ from numpy.typing import DTypeLike, NDArray
 from chute.fn.experimental import decoders as decoders
 from chute.fn.experimental import readers as readers
 from chute.graph.node import DataNode
-from chute.types import OnError
+from chute.types import DALIInterpType, OnError
 
 def audio_resample(
     input: DataNode,
@@ -145,3 +145,34 @@ def peek_image_shape(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Legacy alias of ``fn.peek_image_shape``."""
+
+def resize(
+    input: DataNode,
+    /,
+    *,
+    resize_x: float | DataNode | None = ...,
+    resize_y: float | DataNode | None = ...,
+    size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    resize_shorter: float | DataNode | None = ...,
+    resize_longer: float | DataNode | None = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    subpixel_scale: bool = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+    min_filter: str | DataNode | None = ...,
+    mag_filter: str | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """fn.resize under DALI's ``experimental.resize`` name (same arguments and results)."""

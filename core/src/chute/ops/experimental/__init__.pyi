@@ -10,7 +10,7 @@ from chute.graph.node import DataNode
 from chute.ops.experimental import decoders as decoders
 from chute.ops.experimental import readers as readers
 from chute.runtime.operator import Operator
-from chute.types import OnError
+from chute.types import DALIInterpType, OnError
 
 class AudioResample(Operator):
     """Deprecated DALI name of ``ops`` AudioResample (use ``fn.audio_resample``)."""
@@ -180,6 +180,43 @@ class PeekImageShape(Operator):
         dtype: DTypeLike = ...,
         adjust_orientation: bool = ...,
         image_type: Any = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class Resize(Operator):
+    """fn.resize under DALI's ``experimental.resize`` name (same arguments and results)."""
+
+    def __init__(
+        self,
+        *,
+        resize_x: float | DataNode | None = ...,
+        resize_y: float | DataNode | None = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        resize_shorter: float | DataNode | None = ...,
+        resize_longer: float | DataNode | None = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        subpixel_scale: bool = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+        min_filter: str | DataNode | None = ...,
+        mag_filter: str | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
