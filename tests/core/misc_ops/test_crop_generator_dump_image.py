@@ -106,8 +106,8 @@ def test_experimental_resize_is_resize_under_dali_s_name():
     image = np.random.default_rng(0).integers(0, 256, (30, 40, 3), np.uint8)
     a, b = _run(
         lambda x: (
-            fn.resize(x, size=(15, 17), interp_type=1),
-            fn.experimental.resize(x, size=(15, 17), interp_type=1),
+            fn.resize(x, size=(15, 17)),
+            fn.experimental.resize(x, size=(15, 17)),
         ),
         [image],
     )
