@@ -7,7 +7,7 @@ from typing import Any, Literal
 from numpy.typing import NDArray
 
 from chute.graph.node import DataNode
-from chute.types import OnError
+from chute.types import InterpType, OnError
 
 def dilate(
     input: DataNode,
@@ -69,3 +69,41 @@ def median_blur(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Median blur: each pixel becomes the median of its (W, H) window, per channel."""
+
+def remap(
+    input: DataNode,
+    mapx: DataNode,
+    mapy: DataNode,
+    /,
+    *,
+    interp: Literal["nn", "linear", "cubic"] | InterpType = ...,
+    pixel_origin: Literal["corner", "center"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Moves pixels by per-pixel maps: ``output(x, y) = input(mapx(x, y), mapy(x, y))``."""
+
+def warp_perspective(
+    input: DataNode,
+    matrix_input: DataNode = ...,
+    /,
+    *,
+    matrix: Any = ...,
+    size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    inverse_map: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic"] | InterpType = ...,
+    border_mode: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
+    fill_value: float | Sequence[float] | NDArray[Any] | None = ...,
+    pixel_origin: Literal["corner", "center"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs a perspective transform on the images: by default the 3x3 ``matrix``"""

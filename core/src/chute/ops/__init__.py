@@ -21,7 +21,7 @@ from chute.ops.audio import audio_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
 from chute.ops.detection import bbox_ops, random_bbox_crop, roi_random_crop  # noqa: F401
-from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
+from chute.ops.geometry import crop_ops, remap_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401

@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
-from chute.types import OnError
+from chute.types import InterpType, OnError
 
 class Dilate(Operator):
     """Performs a dilation: each pixel becomes the maximum under the structuring element."""
@@ -82,6 +82,53 @@ class MedianBlur(Operator):
         self,
         *,
         window_size: int | Sequence[int] | NDArray[Any] | DataNode = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class Remap(Operator):
+    """Moves pixels by per-pixel maps: ``output(x, y) = input(mapx(x, y), mapy(x, y))``."""
+
+    def __init__(
+        self,
+        *,
+        interp: Literal["nn", "linear", "cubic"] | InterpType = ...,
+        pixel_origin: Literal["corner", "center"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class WarpPerspective(Operator):
+    """Performs a perspective transform on the images: by default the 3x3 ``matrix``"""
+
+    def __init__(
+        self,
+        *,
+        matrix: Any = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        inverse_map: bool = ...,
+        interp_type: Literal["nn", "linear", "cubic"] | InterpType = ...,
+        border_mode: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
+        fill_value: float | Sequence[float] | NDArray[Any] | None = ...,
+        pixel_origin: Literal["corner", "center"] = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
