@@ -330,3 +330,29 @@ def test_remap_argument_errors():
             a=three,
             b=three,
         )
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 3), (6, 1, 3), (1, 1, 3)])
+def test_one_pixel_extents_with_reflect_101_return(shape):
+    # OpenCV 5's warps never return on these (cubic); the kernels double the 1-pixel extent
+    from chute.ops.geometry import warp_kernels
+
+    img = np.arange(np.prod(shape), dtype=np.uint8).reshape(shape) * 7
+    out = run(
+        lambda x: fn.experimental.warp_perspective(
+            x,
+            matrix=PERSPECTIVE.ravel().tolist(),
+            interp_type=types.INTERP_CUBIC,
+            border_mode="reflect_101",
+            size=(3, 4),
+        ),
+        images=[img],
+    )[0]
+    sx, sy = perspective_points(conjugated(PERSPECTIVE), 3, 4)
+    ref = as_dtype(sample(img, sx, sy, "cubic", "reflect_101"), np.uint8)
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+    affine = PERSPECTIVE[:2].astype(np.float64)
+    out = warp_kernels.warp_affine(img, affine, (3, 4), interp_type="cubic", border="reflect_101")
+    sx, sy = perspective_points(conjugated(np.vstack([affine, [0, 0, 1]])), 3, 4)
+    ref = as_dtype(sample(img, sx, sy, "cubic", "reflect_101"), np.uint8)
+    assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1

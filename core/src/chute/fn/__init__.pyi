@@ -1016,6 +1016,26 @@ def mfcc(
 ) -> DataNode:
     """Computes mel-frequency cepstral coefficients (a DCT along ``axis``) of a mel spectrogram."""
 
+def multi_paste(
+    *inputs: DataNode,
+    in_ids: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    output_size: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    in_anchors: Any = ...,
+    in_anchors_rel: Any = ...,
+    shapes: Any = ...,
+    shapes_rel: Any = ...,
+    out_anchors: Any = ...,
+    out_anchors_rel: Any = ...,
+    dtype: DTypeLike | None = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs multiple pastes from image batch to each of the outputs."""
+
 def mxnet_reader(
     *,
     path: Sequence[str],
@@ -1667,6 +1687,38 @@ def stack(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Joins the inputs along a new ``axis`` (inputs need equal shapes)."""
+
+def tensor_resize(
+    input: DataNode,
+    /,
+    *,
+    sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+    axes: int | Sequence[int] | NDArray[Any] | None = ...,
+    axis_names: str | None = ...,
+    size_rounding: Literal["round", "truncate", "ceil"] = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
+    subpixel_scale: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+    min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode | None = ...,
+    mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Resizes tensors: any axes, by ``sizes`` or ``scales``, with fn.resize's modes,"""
 
 def tfrecord_reader(
     *,

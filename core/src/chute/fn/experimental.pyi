@@ -4,7 +4,7 @@
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from chute.graph.node import DataNode
 from chute.types import InterpType, OnError
@@ -86,6 +86,38 @@ def remap(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Moves pixels by per-pixel maps: ``output(x, y) = input(mapx(x, y), mapy(x, y))``."""
+
+def tensor_resize(
+    input: DataNode,
+    /,
+    *,
+    sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+    axes: int | Sequence[int] | NDArray[Any] | None = ...,
+    axis_names: str | None = ...,
+    size_rounding: Literal["round", "truncate", "ceil"] = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
+    subpixel_scale: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+    min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode | None = ...,
+    mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Resizes tensors (DALI's legacy alias of fn.tensor_resize)."""
 
 def warp_perspective(
     input: DataNode,

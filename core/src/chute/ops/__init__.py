@@ -21,10 +21,13 @@ from chute.ops.audio import audio_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders  # noqa: F401
 from chute.ops.detection import bbox_ops, random_bbox_crop, roi_random_crop  # noqa: F401
-from chute.ops.geometry import crop_ops, remap_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
+from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
+from chute.ops.geometry import remap_ops as _remap_ops  # noqa: F401
+from chute.ops.geometry import tensor_resize_ops as _tensor_resize_ops  # noqa: F401
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
+from chute.ops.image import paste_ops as _paste_ops  # noqa: F401
 from chute.ops.noise import noise_ops  # noqa: F401
 from chute.ops.readers import caffe, coco, file, mxnet, nemo_asr, numpy_reader, tfrecord, webdataset  # noqa: F401  # noqa: F401
 from chute.ops.reductions import reduction_ops  # noqa: F401

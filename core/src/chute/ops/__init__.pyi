@@ -1423,6 +1423,34 @@ class MelFilterBank(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class MultiPaste(Operator):
+    """Performs multiple pastes from image batch to each of the outputs."""
+
+    def __init__(
+        self,
+        *,
+        in_ids: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        output_size: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        in_anchors: Any = ...,
+        in_anchors_rel: Any = ...,
+        shapes: Any = ...,
+        shapes_rel: Any = ...,
+        out_anchors: Any = ...,
+        out_anchors_rel: Any = ...,
+        dtype: DTypeLike | None = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class MxnetReader(Operator):
     """Reads encoded images (uint8, 1-D) and float32 labels from MXNet RecordIO files."""
 
@@ -2336,6 +2364,44 @@ class TFRecordReader(Operator):
         *inputs: DataNode,
         **kwargs: Any,
     ) -> Any: ...
+
+class TensorResize(Operator):
+    """Resizes tensors: any axes, by ``sizes`` or ``scales``, with fn.resize's modes,"""
+
+    def __init__(
+        self,
+        *,
+        sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+        axes: int | Sequence[int] | NDArray[Any] | None = ...,
+        axis_names: str | None = ...,
+        size_rounding: Literal["round", "truncate", "ceil"] = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
+        subpixel_scale: bool = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode | None = ...,
+        mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
 
 class TfrecordReader(Operator):
     """Reads features of tf.train.Example records from TFRecord files."""

@@ -16,7 +16,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from chute.ops.geometry._border import cv_apply, cv_border
+from chute.ops.geometry._border import cv_apply, cv_border, widen_unit_extents
 from chute.ops.geometry.resize_kernels import interp_name
 
 __all__ = [
@@ -139,7 +139,7 @@ def warp_perspective(
 
     if image.shape[0] == 0 or image.shape[1] == 0:
         return _outside(image, out_hw, fill_value if border == "constant" else None)
-    return cv_apply(image, run, fill_value)
+    return cv_apply(widen_unit_extents(image, border), run, fill_value)
 
 
 def _outside(image: np.ndarray, out_hw: tuple[int, int], fill: Any) -> np.ndarray:
