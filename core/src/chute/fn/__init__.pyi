@@ -569,6 +569,47 @@ def external_source(
 ) -> Any:
     """Feeds data from Python into the pipeline."""
 
+def fast_resize_crop_mirror(
+    input: DataNode,
+    /,
+    *,
+    resize_x: float | DataNode | None = ...,
+    resize_y: float | DataNode | None = ...,
+    size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    resize_shorter: float | DataNode | None = ...,
+    resize_longer: float | DataNode | None = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    subpixel_scale: bool = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
+    crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    crop_h: float | DataNode | None = ...,
+    crop_w: float | DataNode | None = ...,
+    crop_pos_x: float | DataNode = ...,
+    crop_pos_y: float | DataNode = ...,
+    rounding: Literal["round", "truncate"] = ...,
+    mirror: int | DataNode = ...,
+    resize_z: float | DataNode | None = ...,
+    crop_d: float | DataNode | None = ...,
+    crop_pos_z: float | DataNode = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+    min_filter: str | DataNode | None = ...,
+    mag_filter: str | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """fn.resize_crop_mirror with ``antialias`` off by default (DALI's legacy name)."""
+
 def file_reader(
     *,
     file_root: str | None = ...,
@@ -1488,12 +1529,19 @@ def resize_crop_mirror(
     mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
     max_size: float | Sequence[float] | NDArray[Any] | None = ...,
     subpixel_scale: bool = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
     crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
     crop_h: float | DataNode | None = ...,
     crop_w: float | DataNode | None = ...,
     crop_pos_x: float | DataNode = ...,
     crop_pos_y: float | DataNode = ...,
+    rounding: Literal["round", "truncate"] = ...,
     mirror: int | DataNode = ...,
+    resize_z: float | DataNode | None = ...,
+    crop_d: float | DataNode | None = ...,
+    crop_pos_z: float | DataNode = ...,
     interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
     min_filter: str | DataNode | None = ...,
     mag_filter: str | DataNode | None = ...,
@@ -1508,7 +1556,7 @@ def resize_crop_mirror(
     bytes_per_sample_hint: int | Sequence[int] | None = ...,
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
-    """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
+    """Resizes, crops (crop_pos anchors in the resized image) and flips, in one resampling."""
 
 def roi_random_crop(
     input: DataNode = ...,

@@ -825,6 +825,53 @@ class ExternalSource(Operator):
         **kwargs: Any,
     ) -> Any: ...
 
+class FastResizeCropMirror(Operator):
+    """fn.resize_crop_mirror with ``antialias`` off by default (DALI's legacy name)."""
+
+    def __init__(
+        self,
+        *,
+        resize_x: float | DataNode | None = ...,
+        resize_y: float | DataNode | None = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        resize_shorter: float | DataNode | None = ...,
+        resize_longer: float | DataNode | None = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        subpixel_scale: bool = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
+        crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        crop_h: float | DataNode | None = ...,
+        crop_w: float | DataNode | None = ...,
+        crop_pos_x: float | DataNode = ...,
+        crop_pos_y: float | DataNode = ...,
+        rounding: Literal["round", "truncate"] = ...,
+        mirror: int | DataNode = ...,
+        resize_z: float | DataNode | None = ...,
+        crop_d: float | DataNode | None = ...,
+        crop_pos_z: float | DataNode = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
+        min_filter: str | DataNode | None = ...,
+        mag_filter: str | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class FileReader(Operator):
     """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,)."""
 
@@ -2050,7 +2097,7 @@ class Resize(Operator):
     ) -> DataNode: ...
 
 class ResizeCropMirror(Operator):
-    """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
+    """Resizes, crops (crop_pos anchors in the resized image) and flips, in one resampling."""
 
     def __init__(
         self,
@@ -2063,12 +2110,19 @@ class ResizeCropMirror(Operator):
         mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
         max_size: float | Sequence[float] | NDArray[Any] | None = ...,
         subpixel_scale: bool = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
         crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         crop_h: float | DataNode | None = ...,
         crop_w: float | DataNode | None = ...,
         crop_pos_x: float | DataNode = ...,
         crop_pos_y: float | DataNode = ...,
+        rounding: Literal["round", "truncate"] = ...,
         mirror: int | DataNode = ...,
+        resize_z: float | DataNode | None = ...,
+        crop_d: float | DataNode | None = ...,
+        crop_pos_z: float | DataNode = ...,
         interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | InterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
