@@ -478,6 +478,21 @@ def crop_mirror_normalize(
 ) -> DataNode:
     """Crops, mirrors, normalizes ``(in - mean) / std * scale + shift``, lays out and casts."""
 
+def debayer(
+    input: DataNode,
+    /,
+    *,
+    blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+    algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs image demosaicing/debayering: single-channel Bayer images to RGB."""
+
 def element_extract(
     input: DataNode,
     /,

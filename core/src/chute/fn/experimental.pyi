@@ -9,6 +9,21 @@ from numpy.typing import DTypeLike, NDArray
 from chute.graph.node import DataNode
 from chute.types import InterpType, OnError
 
+def debayer(
+    input: DataNode,
+    /,
+    *,
+    blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+    algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs image demosaicing/debayering (DALI's legacy alias of fn.debayer)."""
+
 def dilate(
     input: DataNode,
     /,

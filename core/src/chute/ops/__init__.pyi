@@ -702,6 +702,27 @@ class CropMirrorNormalize(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Debayer(Operator):
+    """Performs image demosaicing/debayering: single-channel Bayer images to RGB."""
+
+    def __init__(
+        self,
+        *,
+        blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+        algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class ElementExtract(Operator):
     """Frames ``element_map[k]`` of each sequence, one output per entry of ``element_map``."""
 

@@ -10,6 +10,27 @@ from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
 from chute.types import InterpType, OnError
 
+class Debayer(Operator):
+    """Performs image demosaicing/debayering (DALI's legacy alias of fn.debayer)."""
+
+    def __init__(
+        self,
+        *,
+        blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+        algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class Dilate(Operator):
     """Performs a dilation: each pixel becomes the maximum under the structuring element."""
 

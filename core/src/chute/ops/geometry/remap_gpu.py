@@ -252,16 +252,21 @@ def frames_batch(
     channels: int,
     layout: str,
     ctx: Any,
+    squeeze: bool | None = None,
 ) -> Any:
-    """The output buffer as a TensorListGPU: images as they came, sequences restacked."""
+    """The output buffer as a TensorListGPU: images as they came, sequences restacked.
+
+    ``squeeze`` (default: as the input) drops the channel axis.
+    """
+    squeeze = images.squeeze if squeeze is None else squeeze
     if images.frames is None:
-        data = batch_outputs(out, out_hw, offsets, channels, images.squeeze)
+        data = batch_outputs(out, out_hw, offsets, channels, squeeze)
         return gpu_batch(data, layout, ctx)
     result, row = [], 0
     for f in images.frames:
         h, w = (int(v) for v in out_hw[row]) if f else (0, 0)
         start = int(offsets[row]) if f else 0
-        shape = (f, h, w) if images.squeeze else (f, h, w, channels)
+        shape = (f, h, w) if squeeze else (f, h, w, channels)
         result.append(out[start : start + f * h * w * channels].reshape(shape))
         row += f
     return gpu_batch(result, layout, ctx)
