@@ -252,6 +252,24 @@ def cat(
 ) -> DataNode:
     """Joins the inputs along an existing ``axis``."""
 
+def clahe(
+    input: DataNode,
+    /,
+    *,
+    tiles_x: int,
+    tiles_y: int,
+    clip_limit: float,
+    bins: int = ...,
+    luma_only: bool = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Contrast Limited Adaptive Histogram Equalization: each tile's histogram is clipped"""
+
 def coco_reader(
     *,
     file_root: str | None = ...,

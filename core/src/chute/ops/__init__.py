@@ -24,6 +24,7 @@ from chute.ops.detection import bbox_ops, random_bbox_crop, roi_random_crop  # n
 from chute.ops.geometry import crop_ops, resize_ops, transform_ops, warp_ops  # noqa: F401
 from chute.ops.geometry import remap_ops as _remap_ops  # noqa: F401
 from chute.ops.geometry import tensor_resize_ops as _tensor_resize_ops  # noqa: F401
+from chute.ops.image import clahe_ops as _clahe_ops  # noqa: F401
 from chute.ops.image import debayer_ops as _debayer_ops  # noqa: F401
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401

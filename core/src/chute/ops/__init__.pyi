@@ -406,6 +406,30 @@ class Choice(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Clahe(Operator):
+    """Contrast Limited Adaptive Histogram Equalization: each tile's histogram is clipped"""
+
+    def __init__(
+        self,
+        *,
+        tiles_x: int,
+        tiles_y: int,
+        clip_limit: float,
+        bins: int = ...,
+        luma_only: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class CocoReader(Operator):
     """Reads images (encoded, uint8 1-D) with their boxes, labels and masks from a COCO dataset."""
 
