@@ -109,3 +109,31 @@ def test_paste_tables_rows():
     np.testing.assert_array_equal(regions["src_ptr"], [5000, 5000 + 126])
     np.testing.assert_array_equal(regions["src_row"], [21, 21])
     assert tuple(regions[0][["iy", "ix", "h", "w", "oy", "ox"]]) == (1, 2, 2, 3, 0, 1)
+
+
+def test_paste_tables_reproduce_the_cpu_backend():
+    """paste_batch's rule over the tables, in NumPy: the last region covering a pixel wins."""
+    from chute.ops.image import paste_kernels
+
+    a = np.arange(4 * 5 * 2, dtype=np.uint8).reshape(4, 5, 2)
+    b = (100 + np.arange(4 * 5 * 2)).astype(np.uint8).reshape(4, 5, 2)
+    regions = [
+        Region((0, 0), (0, 0), (4, 5), (0, 0)),
+        Region((0, 1), (1, 1), (3, 3), (1, 2)),
+    ]
+    plans = [((6, 7, 2), np.dtype(np.uint8), regions)]
+    flat = {0: a.ravel(), 1: b.ravel()}
+    images, table, starts = paste_tables(plans, [[0, 1]], [[a.shape, b.shape]], itemsize=1)
+    out = np.zeros(starts[-1], np.uint8)
+    for im in images:
+        c, w = int(im["c"]), int(im["out_w"])
+        for y in range(int(im["out_h"])):
+            for x in range(w):
+                at = int(im["out_off"]) + (y * w + x) * c
+                for r in table[int(im["first"]) : int(im["first"]) + int(im["count"])][::-1]:
+                    if r["oy"] <= y < r["oy"] + r["h"] and r["ox"] <= x < r["ox"] + r["w"]:
+                        src = (y - r["oy"] + r["iy"]) * r["src_row"] + (x - r["ox"] + r["ix"]) * c
+                        out[at : at + c] = flat[int(r["src_ptr"])][src : src + c]
+                        break
+    cpu = paste_kernels.paste(np.zeros((6, 7, 2), np.uint8), regions, lambda s: (a, b)[s[1]])
+    np.testing.assert_array_equal(out.reshape(6, 7, 2), cpu)
