@@ -276,6 +276,24 @@ def cat(
 ) -> DataNode:
     """Joins the inputs along an existing ``axis``."""
 
+def clahe(
+    input: DataNode,
+    /,
+    *,
+    tiles_x: int,
+    tiles_y: int,
+    clip_limit: float,
+    bins: int = ...,
+    luma_only: bool = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Contrast Limited Adaptive Histogram Equalization: each tile's histogram is clipped"""
+
 def coco_reader(
     *,
     file_root: str | None = ...,
@@ -503,6 +521,21 @@ def crop_mirror_normalize(
 ) -> DataNode:
     """Crops, mirrors, normalizes ``(in - mean) / std * scale + shift``, lays out and casts."""
 
+def debayer(
+    input: DataNode,
+    /,
+    *,
+    blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+    algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs image demosaicing/debayering: single-channel Bayer images to RGB."""
+
 def dl_tensor_python_function(
     *inputs: DataNode,
     function: Any,
@@ -637,12 +670,19 @@ def fast_resize_crop_mirror(
     mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
     max_size: float | Sequence[float] | NDArray[Any] | None = ...,
     subpixel_scale: bool = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
     crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
     crop_h: float | DataNode | None = ...,
     crop_w: float | DataNode | None = ...,
     crop_pos_x: float | DataNode = ...,
     crop_pos_y: float | DataNode = ...,
+    rounding: Literal["round", "truncate"] = ...,
     mirror: int | DataNode = ...,
+    resize_z: float | DataNode | None = ...,
+    crop_d: float | DataNode | None = ...,
+    crop_pos_z: float | DataNode = ...,
     interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
     min_filter: str | DataNode | None = ...,
     mag_filter: str | DataNode | None = ...,
@@ -657,7 +697,7 @@ def fast_resize_crop_mirror(
     bytes_per_sample_hint: int | Sequence[int] | None = ...,
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
-    """Legacy alias of ``fn.resize_crop_mirror``."""
+    """fn.resize_crop_mirror with ``antialias`` off by default (DALI's legacy name)."""
 
 def file_reader(
     *,
@@ -1105,6 +1145,26 @@ def mfcc(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Computes mel-frequency cepstral coefficients (a DCT along ``axis``) of a mel spectrogram."""
+
+def multi_paste(
+    *inputs: DataNode,
+    in_ids: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    output_size: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+    in_anchors: Any = ...,
+    in_anchors_rel: Any = ...,
+    shapes: Any = ...,
+    shapes_rel: Any = ...,
+    out_anchors: Any = ...,
+    out_anchors_rel: Any = ...,
+    dtype: DTypeLike | None = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs multiple pastes from image batch to each of the outputs."""
 
 def mxnet_reader(
     *,
@@ -1592,12 +1652,19 @@ def resize_crop_mirror(
     mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
     max_size: float | Sequence[float] | NDArray[Any] | None = ...,
     subpixel_scale: bool = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
     crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
     crop_h: float | DataNode | None = ...,
     crop_w: float | DataNode | None = ...,
     crop_pos_x: float | DataNode = ...,
     crop_pos_y: float | DataNode = ...,
+    rounding: Literal["round", "truncate"] = ...,
     mirror: int | DataNode = ...,
+    resize_z: float | DataNode | None = ...,
+    crop_d: float | DataNode | None = ...,
+    crop_pos_z: float | DataNode = ...,
     interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
     min_filter: str | DataNode | None = ...,
     mag_filter: str | DataNode | None = ...,
@@ -1612,7 +1679,7 @@ def resize_crop_mirror(
     bytes_per_sample_hint: int | Sequence[int] | None = ...,
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
-    """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
+    """Resizes, crops (crop_pos anchors in the resized image) and flips, in one resampling."""
 
 def roi_random_crop(
     input: DataNode = ...,
@@ -1835,6 +1902,38 @@ def stack(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """Joins the inputs along a new ``axis`` (inputs need equal shapes)."""
+
+def tensor_resize(
+    input: DataNode,
+    /,
+    *,
+    sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+    axes: int | Sequence[int] | NDArray[Any] | None = ...,
+    axis_names: str | None = ...,
+    size_rounding: Literal["round", "truncate", "ceil"] = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
+    subpixel_scale: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+    min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+    mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Resizes tensors: any axes, by ``sizes`` or ``scales``, with fn.resize's modes,"""
 
 def tfrecord_reader(
     *,

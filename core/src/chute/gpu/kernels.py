@@ -159,7 +159,9 @@ def build_sample_table(
     table["in_ptr"] = np.asarray(ptrs, np.uint64)
     table["in_row_stride"] = np.asarray(row_strides, np.int64)
     table["in_h"], table["in_w"], table["in_c"] = shapes[:, 0], shapes[:, 1], shapes[:, 2]
-    table["mirror"] = 0 if mirror is None else np.broadcast_to(np.asarray(mirror, bool), (n,))
+    # booleans flip horizontally; resample.cu also reads bit 2 (vertical)
+    flips = 0 if mirror is None else np.asarray(mirror).astype(np.int32)
+    table["mirror"] = flips if mirror is None else np.broadcast_to(flips, (n,))
     table["window"] = np.asarray(windows, np.float32).reshape(n, 4)
     table["mean"] = _per_sample(mean, n, c, "mean")
     inv = np.zeros((n, 4), np.float32)

@@ -15,7 +15,7 @@ struct SampleDesc {
     unsigned long long in_ptr;   // HWC uint8 pixels; pixels are C bytes apart
     long long in_row_stride;     // bytes between rows (decoders may pad rows)
     int in_h, in_w, in_c;        // input shape
-    int mirror;                  // nonzero: flip the output horizontally
+    int mirror;                  // flips: bit 1 horizontal, bit 2 vertical (resample.cu)
     float win_y, win_x, win_h, win_w;  // source window (resample) or anchor (crop)
     float mean[4];               // out = (pixel - mean) * inv_std, per channel
     float inv_std[4];

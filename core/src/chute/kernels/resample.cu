@@ -2,8 +2,8 @@
 //
 // Each output pixel (oy, ox) of sample n samples the source window
 // (win_y, win_x, win_h, win_w) of input n at the point
-//     cy = win_y + (oy + 0.5) * win_h / out_h,  cx = win_x + (ox' + 0.5) * win_w / out_w
-// (ox' = out_w - 1 - ox when mirrored), with Pillow's resampling filters: nearest,
+//     cy = win_y + (oy' + 0.5) * win_h / out_h,  cx = win_x + (ox' + 0.5) * win_w / out_w
+// (ox' = out_w - 1 - ox when mirrored, oy' likewise for vertical flips), with Pillow's resampling filters: nearest,
 // triangle (linear) or Keys cubic (a = -0.5). When antialias is set and the window is
 // shrunk (scale > 1), the filter is stretched by the scale, so every source pixel under
 // the output pixel's footprint contributes (as Pillow and DALI do); taps that fall
@@ -52,10 +52,12 @@ extern "C" __global__ void resample_batch(const SampleDesc* __restrict__ samples
 
     const float scale_y = s.win_h / (float)s.out_h;
     const float scale_x = s.win_w / (float)s.out_w;
-    const int src_ox = s.mirror ? s.out_w - 1 - ox : ox;
+    // mirror bit 1 flips horizontally, bit 2 vertically (fn.resize_crop_mirror's mask)
+    const int src_ox = (s.mirror & 1) ? s.out_w - 1 - ox : ox;
+    const int src_oy = (s.mirror & 2) ? s.out_h - 1 - oy : oy;
     // (2i + 1) * size / (2 * out) rather than (i + 0.5) * scale: exact when the true
     // position is an integer, so nearest-neighbour ties round as in double precision
-    const float cy = s.win_y + (float)(2 * oy + 1) * s.win_h / (float)(2 * s.out_h);
+    const float cy = s.win_y + (float)(2 * src_oy + 1) * s.win_h / (float)(2 * s.out_h);
     const float cx = s.win_x + (float)(2 * src_ox + 1) * s.win_w / (float)(2 * s.out_w);
     const int C = s.in_c;
     float v[4];

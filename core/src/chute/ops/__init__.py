@@ -45,10 +45,15 @@ from chute.ops.geometry import (  # noqa: F401
     transform_ops,
     warp_ops,
 )
+from chute.ops.geometry import remap_ops as _remap_ops  # noqa: F401
+from chute.ops.geometry import tensor_resize_ops as _tensor_resize_ops  # noqa: F401
+from chute.ops.image import clahe_ops as _clahe_ops  # noqa: F401
+from chute.ops.image import debayer_ops as _debayer_ops  # noqa: F401
 from chute.ops.image import distortion_ops as _distortion_ops  # noqa: F401
 from chute.ops.image import dump_image as _dump_image  # noqa: F401
 from chute.ops.image import filters_ops as _filters_ops  # noqa: F401
 from chute.ops.image import image_ops  # noqa: F401
+from chute.ops.image import paste_ops as _paste_ops  # noqa: F401
 from chute.ops.noise import noise_ops  # noqa: F401
 from chute.ops.readers import (  # noqa: F401
     caffe,

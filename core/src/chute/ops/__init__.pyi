@@ -435,6 +435,30 @@ class Choice(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Clahe(Operator):
+    """Contrast Limited Adaptive Histogram Equalization: each tile's histogram is clipped"""
+
+    def __init__(
+        self,
+        *,
+        tiles_x: int,
+        tiles_y: int,
+        clip_limit: float,
+        bins: int = ...,
+        luma_only: bool = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class CoinFlip(Operator):
     """Deprecated DALI name of ``ops`` CoinFlip (use ``fn.random.coin_flip``)."""
 
@@ -708,6 +732,27 @@ class DLTensorPythonFunction(Operator):
         **kwargs: Any,
     ) -> Any: ...
 
+class Debayer(Operator):
+    """Performs image demosaicing/debayering: single-channel Bayer images to RGB."""
+
+    def __init__(
+        self,
+        *,
+        blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+        algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class DumpImage(Operator):
     """Writes each uint8 image (HWC or CHW, 1 or 3 channels) to"""
 
@@ -853,7 +898,7 @@ class ExternalSource(Operator):
     ) -> Any: ...
 
 class FastResizeCropMirror(Operator):
-    """Deprecated DALI name of ``ops`` ResizeCropMirror (use ``fn.resize_crop_mirror``)."""
+    """Deprecated DALI name of ``ops`` FastResizeCropMirror (use ``fn.resize_crop_mirror``)."""
 
     def __init__(
         self,
@@ -866,12 +911,19 @@ class FastResizeCropMirror(Operator):
         mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
         max_size: float | Sequence[float] | NDArray[Any] | None = ...,
         subpixel_scale: bool = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
         crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         crop_h: float | DataNode | None = ...,
         crop_w: float | DataNode | None = ...,
         crop_pos_x: float | DataNode = ...,
         crop_pos_y: float | DataNode = ...,
+        rounding: Literal["round", "truncate"] = ...,
         mirror: int | DataNode = ...,
+        resize_z: float | DataNode | None = ...,
+        crop_d: float | DataNode | None = ...,
+        crop_pos_z: float | DataNode = ...,
         interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
@@ -1478,6 +1530,34 @@ class MelFilterBank(Operator):
         freq_high: float = ...,
         normalize: bool = ...,
         mel_formula: Literal["slaney", "htk"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class MultiPaste(Operator):
+    """Performs multiple pastes from image batch to each of the outputs."""
+
+    def __init__(
+        self,
+        *,
+        in_ids: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        output_size: int | Sequence[int] | NDArray[Any] | DataNode | None = ...,
+        in_anchors: Any = ...,
+        in_anchors_rel: Any = ...,
+        shapes: Any = ...,
+        shapes_rel: Any = ...,
+        out_anchors: Any = ...,
+        out_anchors_rel: Any = ...,
+        dtype: DTypeLike | None = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,
@@ -2101,7 +2181,7 @@ class Resize(Operator):
     ) -> DataNode: ...
 
 class ResizeCropMirror(Operator):
-    """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
+    """Resizes, crops (crop_pos anchors in the resized image) and flips, in one resampling."""
 
     def __init__(
         self,
@@ -2114,12 +2194,19 @@ class ResizeCropMirror(Operator):
         mode: Literal["default", "stretch", "not_smaller", "not_larger"] | None = ...,
         max_size: float | Sequence[float] | NDArray[Any] | None = ...,
         subpixel_scale: bool = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
         crop: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
         crop_h: float | DataNode | None = ...,
         crop_w: float | DataNode | None = ...,
         crop_pos_x: float | DataNode = ...,
         crop_pos_y: float | DataNode = ...,
+        rounding: Literal["round", "truncate"] = ...,
         mirror: int | DataNode = ...,
+        resize_z: float | DataNode | None = ...,
+        crop_d: float | DataNode | None = ...,
+        crop_pos_z: float | DataNode = ...,
         interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
         min_filter: str | DataNode | None = ...,
         mag_filter: str | DataNode | None = ...,
@@ -2471,6 +2558,44 @@ class TFRecordReader(Operator):
         *inputs: DataNode,
         **kwargs: Any,
     ) -> Any: ...
+
+class TensorResize(Operator):
+    """Resizes tensors: any axes, by ``sizes`` or ``scales``, with fn.resize's modes,"""
+
+    def __init__(
+        self,
+        *,
+        sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+        axes: int | Sequence[int] | NDArray[Any] | None = ...,
+        axis_names: str | None = ...,
+        size_rounding: Literal["round", "truncate", "ceil"] = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
+        subpixel_scale: bool = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+        min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+        mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
 
 class ToDecibels(Operator):
     """Converts a magnitude (real, positive) to decibels: multiplier * log10(x / reference)."""

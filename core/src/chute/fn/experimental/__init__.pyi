@@ -30,6 +30,21 @@ def audio_resample(
 ) -> DataNode:
     """Legacy alias of ``fn.audio_resample``."""
 
+def debayer(
+    input: DataNode,
+    /,
+    *,
+    blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+    algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs image demosaicing/debayering (DALI's legacy alias of fn.debayer)."""
+
 def dilate(
     input: DataNode,
     /,
@@ -146,6 +161,23 @@ def peek_image_shape(
 ) -> DataNode:
     """Legacy alias of ``fn.peek_image_shape``."""
 
+def remap(
+    input: DataNode,
+    mapx: DataNode,
+    mapy: DataNode,
+    /,
+    *,
+    interp: Literal["nn", "linear", "cubic"] | DALIInterpType = ...,
+    pixel_origin: Literal["corner", "center"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Moves pixels by per-pixel maps: ``output(x, y) = input(mapx(x, y), mapy(x, y))``."""
+
 def resize(
     input: DataNode,
     /,
@@ -176,3 +208,56 @@ def resize(
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
     """fn.resize under DALI's ``experimental.resize`` name (same arguments and results)."""
+
+def tensor_resize(
+    input: DataNode,
+    /,
+    *,
+    sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+    axes: int | Sequence[int] | NDArray[Any] | None = ...,
+    axis_names: str | None = ...,
+    size_rounding: Literal["round", "truncate", "ceil"] = ...,
+    mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+    max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+    roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    roi_relative: bool = ...,
+    subpixel_scale: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+    min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+    mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+    antialias: bool = ...,
+    dtype: DTypeLike | None = ...,
+    minibatch_size: int = ...,
+    temp_buffer_hint: int = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Resizes tensors (DALI's legacy alias of fn.tensor_resize)."""
+
+def warp_perspective(
+    input: DataNode,
+    matrix_input: DataNode = ...,
+    /,
+    *,
+    matrix: Any = ...,
+    size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+    inverse_map: bool = ...,
+    interp_type: Literal["nn", "linear", "cubic"] | DALIInterpType = ...,
+    border_mode: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
+    fill_value: float | Sequence[float] | NDArray[Any] | None = ...,
+    pixel_origin: Literal["corner", "center"] = ...,
+    device: str | None = ...,
+    name: str | None = ...,
+    seed: int | None = ...,
+    preserve: bool | None = ...,
+    bytes_per_sample_hint: int | Sequence[int] | None = ...,
+    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+) -> DataNode:
+    """Performs a perspective transform on the images: by default the 3x3 ``matrix``"""

@@ -37,6 +37,27 @@ class AudioResample(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Debayer(Operator):
+    """Deprecated DALI name of ``ops`` ExperimentalDebayer (use ``fn.debayer``)."""
+
+    def __init__(
+        self,
+        *,
+        blue_position: int | Sequence[int] | NDArray[Any] | DataNode,
+        algorithm: Literal["default", "default_npp", "bilinear_ocv", "edgeaware_ocv", "vng_ocv", "gray_ocv"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class Dilate(Operator):
     """Performs a dilation: each pixel becomes the maximum under the structuring element."""
 
@@ -193,6 +214,27 @@ class PeekImageShape(Operator):
         **kwargs: Any,
     ) -> DataNode: ...
 
+class Remap(Operator):
+    """Moves pixels by per-pixel maps: ``output(x, y) = input(mapx(x, y), mapy(x, y))``."""
+
+    def __init__(
+        self,
+        *,
+        interp: Literal["nn", "linear", "cubic"] | DALIInterpType = ...,
+        pixel_origin: Literal["corner", "center"] = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
 class Resize(Operator):
     """fn.resize under DALI's ``experimental.resize`` name (same arguments and results)."""
 
@@ -217,6 +259,70 @@ class Resize(Operator):
         dtype: DTypeLike | None = ...,
         minibatch_size: int = ...,
         temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class TensorResize(Operator):
+    """Deprecated DALI name of ``ops`` ExperimentalTensorResize (use ``fn.tensor_resize``)."""
+
+    def __init__(
+        self,
+        *,
+        sizes: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        scales: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        alignment: float | Sequence[float] | NDArray[Any] | DataNode = ...,
+        axes: int | Sequence[int] | NDArray[Any] | None = ...,
+        axis_names: str | None = ...,
+        size_rounding: Literal["round", "truncate", "ceil"] = ...,
+        mode: Literal["default", "stretch", "not_smaller", "not_larger"] = ...,
+        max_size: float | Sequence[float] | NDArray[Any] | None = ...,
+        roi_start: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_end: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        roi_relative: bool = ...,
+        subpixel_scale: bool = ...,
+        interp_type: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode = ...,
+        min_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+        mag_filter: Literal["nn", "linear", "cubic", "lanczos3", "triangular", "gaussian"] | DALIInterpType | DataNode | None = ...,
+        antialias: bool = ...,
+        dtype: DTypeLike | None = ...,
+        minibatch_size: int = ...,
+        temp_buffer_hint: int = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> DataNode: ...
+
+class WarpPerspective(Operator):
+    """Performs a perspective transform on the images: by default the 3x3 ``matrix``"""
+
+    def __init__(
+        self,
+        *,
+        matrix: Any = ...,
+        size: float | Sequence[float] | NDArray[Any] | DataNode | None = ...,
+        inverse_map: bool = ...,
+        interp_type: Literal["nn", "linear", "cubic"] | DALIInterpType = ...,
+        border_mode: Literal["constant", "reflect", "reflect_101", "replicate", "wrap"] = ...,
+        fill_value: float | Sequence[float] | NDArray[Any] | None = ...,
+        pixel_origin: Literal["corner", "center"] = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

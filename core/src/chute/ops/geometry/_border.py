@@ -88,6 +88,19 @@ def restore_channels(result: np.ndarray, channels: int, squeeze: bool) -> np.nda
     return result
 
 
+def widen_unit_extents(image: np.ndarray, border: str) -> np.ndarray:
+    """The image with a 1-pixel height or width doubled when ``border`` is "reflect_101".
+
+    OpenCV's warps never return on a reflect_101 border of a 1-pixel extent (seen with
+    cubic interpolation, OpenCV 5.0). Doubling it samples the same values: reflect_101
+    of ``[a]`` and of ``[a, a]`` is ``a`` everywhere.
+    """
+    if border != "reflect_101" or image.ndim < 2 or min(image.shape[:2]) != 1:
+        return image
+    reps = [2 if n == 1 else 1 for n in image.shape[:2]] + [1] * (image.ndim - 2)
+    return np.tile(image, reps)
+
+
 def channel_groups(channels: int) -> list[tuple[int, int]]:
     """Split channels into runs OpenCV warps handle alike: 1, 3 or 4 channels each.
 

@@ -52,8 +52,9 @@ def random_resized_crop(
     return resample_plan(image, plan, filters, antialias=antialias, dtype=dtype)
 
 
-def resize_crop_mirror(
-    image: np.ndarray,
+def crop_mirror_plan(
+    in_h: int,
+    in_w: int,
     *,
     crop: Sequence[float] | float | None = None,
     crop_h: float | None = None,
@@ -61,47 +62,59 @@ def resize_crop_mirror(
     crop_pos_x: float = 0.5,
     crop_pos_y: float = 0.5,
     mirror: int | bool = 0,
-    resize_x: float | None = None,
-    resize_y: float | None = None,
-    size: Sequence[float] | None = None,
-    resize_shorter: float | None = None,
-    resize_longer: float | None = None,
-    mode: str | None = None,
-    max_size: float | Sequence[float] | None = None,
-    subpixel_scale: bool = True,
-    interp_type: Any = "linear",
-    min_filter: Any = None,
-    mag_filter: Any = None,
-    antialias: bool = True,
-    dtype: Any = None,
-) -> np.ndarray:
-    """Resize (DALI size arguments), crop the resized image, and mirror it if ``mirror``.
+    rounding: str = "round",
+    roi_start: Sequence[float] | None = None,
+    roi_end: Sequence[float] | None = None,
+    roi_relative: bool = False,
+    **size_args: Any,
+) -> ResizePlan:
+    """The one resampling (output size and input region) of fn.resize_crop_mirror.
 
-    Equivalent to ``flip(crop(resize(image)))`` but resampled once, straight from the
-    input. Parts of the crop window beyond the resized image repeat its edge.
+    The resize (DALI's size arguments and region of interest, ``size_args`` as
+    :func:`resize_plan` takes them) is planned first; the crop window is placed in the
+    resized image (``crop_pos * (resized - crop)``, rounded by ``rounding``) and mapped
+    back to a sub-pixel region of the input; ``mirror`` bit 1 flips it horizontally,
+    bit 2 vertically (bit 4, depthwise, needs volumes). Shared by the CPU and GPU backends.
     """
-    in_h, in_w = image.shape[:2]
+    flips = int(mirror)
+    if flips & 4:
+        raise ValueError("mirror bit 4 (depthwise flip) needs volumes; images have no depth")
     plan = resize_plan(
-        in_h,
-        in_w,
-        resize_x=resize_x,
-        resize_y=resize_y,
-        size=size,
-        resize_shorter=resize_shorter,
-        resize_longer=resize_longer,
-        mode=mode,
-        max_size=max_size,
-        subpixel_scale=subpixel_scale,
+        in_h, in_w, roi_start=roi_start, roi_end=roi_end, roi_relative=roi_relative, **size_args
     )
+    # DALI reads crop_pos as float32: 0.7 * 5 is 3.4999999 there, which rounds to 3
+    pos_x, pos_y = float(np.float32(crop_pos_x)), float(np.float32(crop_pos_y))
     y0, x0, h, w = crop_window(
-        plan.out_h, plan.out_w, crop, crop_h, crop_w, None, crop_pos_x, crop_pos_y
+        plan.out_h, plan.out_w, crop, crop_h, crop_w, None, pos_x, pos_y, rounding
     )
     (ry0, ry1), (rx0, rx1) = plan.roi_y, plan.roi_x
     step_y, step_x = (ry1 - ry0) / plan.out_h, (rx1 - rx0) / plan.out_w
     roi_y = (ry0 + y0 * step_y, ry0 + (y0 + h) * step_y)
     roi_x = (rx0 + x0 * step_x, rx0 + (x0 + w) * step_x)
-    if mirror:
+    if flips & 1:
         roi_x = (roi_x[1], roi_x[0])
-    filters = axis_filters(plan, interp_type, min_filter, mag_filter)
-    window = ResizePlan(h, w, roi_y, roi_x)
+    if flips & 2:
+        roi_y = (roi_y[1], roi_y[0])
+    return ResizePlan(h, w, roi_y, roi_x)
+
+
+def resize_crop_mirror(
+    image: np.ndarray,
+    *,
+    interp_type: Any = "linear",
+    min_filter: Any = None,
+    mag_filter: Any = None,
+    antialias: bool = True,
+    dtype: Any = None,
+    **plan_args: Any,
+) -> np.ndarray:
+    """Resize (DALI size arguments), crop the resized image, and flip it as ``mirror`` says.
+
+    Equivalent to ``flip(crop(resize(image)))`` but resampled once, straight from the
+    input (:func:`crop_mirror_plan` takes ``plan_args``). Parts of the crop window beyond
+    the resized image repeat its edge.
+    """
+    in_h, in_w = image.shape[:2]
+    window = crop_mirror_plan(in_h, in_w, **plan_args)
+    filters = axis_filters(window, interp_type, min_filter, mag_filter)
     return resample_plan(image, window, filters, antialias=antialias, dtype=dtype)

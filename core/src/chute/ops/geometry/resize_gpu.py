@@ -26,9 +26,9 @@ from chute.gpu.geometry_kernels import (
 from chute.gpu.kernels import build_sample_table, kernel_function, resize_batch
 from chute.gpu.runtime import require_gpu
 from chute.graph.passes.hints import FusedResizeCrop
-from chute.ops.geometry.crop_kernels import crop_window
-from chute.ops.geometry.resize_kernels import axis_filters, resize_output_size, resize_plan
-from chute.ops.geometry.resize_ops import size_kwargs
+from chute.ops.geometry.crop_resize_kernels import crop_mirror_plan
+from chute.ops.geometry.resize_kernels import axis_filters, resize_output_size
+from chute.ops.geometry.resize_ops import crop_mirror_kwargs, size_kwargs
 from chute.runtime.crop_window import random_crop_window
 from chute.types import to_dtype
 
@@ -252,37 +252,21 @@ def resize_crop_mirror(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
 def crop_mirror_windows(
     in_hw: np.ndarray, sample_args: Sequence[Any]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
-    """Per-sample resampling windows (y, x, h, w), output sizes, mirror flags and filters
-    of fn.resize_crop_mirror, from the CPU backend's resize plan and crop window."""
+    """Per-sample resampling windows (y, x, h, w), output sizes, flip bits (1 horizontal,
+    2 vertical) and filters of fn.resize_crop_mirror, from the CPU backend's plan
+    (crop_resize_kernels.crop_mirror_plan)."""
 
     n = len(in_hw)
     windows = np.zeros((n, 4), np.float64)
     out_hw = np.zeros((n, 2), np.int64)
-    mirror = np.zeros(n, bool)
+    mirror = np.zeros(n, np.int32)
     filters = []
     for i, a in enumerate(sample_args):
         h, w = (int(v) for v in in_hw[i])
-        plan = resize_plan(h, w, **size_kwargs(a))
-        y0, x0, ch, cw = crop_window(
-            plan.out_h,
-            plan.out_w,
-            a["crop"],
-            a["crop_h"],
-            a["crop_w"],
-            None,
-            a["crop_pos_x"],
-            a["crop_pos_y"],
-        )
-        (ry0, ry1), (rx0, rx1) = plan.roi_y, plan.roi_x
-        step_y, step_x = (ry1 - ry0) / plan.out_h, (rx1 - rx0) / plan.out_w
-        roi_y = (ry0 + y0 * step_y, ry0 + (y0 + ch) * step_y)
-        roi_x = (rx0 + x0 * step_x, rx0 + (x0 + cw) * step_x)
-        if roi_y[0] > roi_y[1]:
-            raise ValueError(
-                f"sample {i}: vertical flips (negative sizes) are not supported on the GPU"
-            )
-        mirror[i] = bool(a["mirror"]) != (roi_x[0] > roi_x[1])
-        windows[i] = (roi_y[0], min(roi_x), roi_y[1] - roi_y[0], abs(roi_x[1] - roi_x[0]))
-        out_hw[i] = ch, cw
+        plan = crop_mirror_plan(h, w, **crop_mirror_kwargs(a))
+        roi_y, roi_x = plan.roi_y, plan.roi_x
+        mirror[i] = (roi_x[0] > roi_x[1]) | ((roi_y[0] > roi_y[1]) << 1)
+        windows[i] = (min(roi_y), min(roi_x), abs(roi_y[1] - roi_y[0]), abs(roi_x[1] - roi_x[0]))
+        out_hw[i] = plan.out_h, plan.out_w
         filters.append(axis_filters(plan, a["interp_type"], a["min_filter"], a["mag_filter"]))
     return windows, out_hw, mirror, filters

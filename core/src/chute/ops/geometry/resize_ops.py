@@ -20,11 +20,14 @@ from chute.runtime.operator import ArgView, Operator
 from chute.runtime.registry import register
 
 __all__ = [
+    "FastResizeCropMirror",
     "RESIZE_ARGS",
     "RandomResizedCrop",
     "Resize",
     "ResizeCropMirror",
     "check_resize_args",
+    "crop_mirror_kwargs",
+    "size_kwargs",
 ]
 
 _SIZE_WAYS = ("resize_x", "resize_y", "size", "resize_shorter", "resize_longer")
@@ -74,6 +77,65 @@ _FILTER_ARGS = (
     Arg("minibatch_size", "int", 32, "Accepted for DALI compatibility; unused.", per_sample=False),
     Arg("temp_buffer_hint", "int", 0, "Accepted for DALI compatibility; unused.", per_sample=False),
 )
+
+
+_ROI_ARGS = (
+    Arg("roi_start", "float_list", None, "Start (y, x) of the input region."),
+    Arg("roi_end", "float_list", None, "End (y, x) of the input region."),
+    Arg(
+        "roi_relative",
+        "bool",
+        False,
+        "Region in fractions of the input size.",
+        per_sample=False,
+    ),
+)
+
+_CROP_MIRROR_ARGS = (
+    Arg("crop", "float_list", None, "Crop size (H, W) in the resized image."),
+    Arg("crop_h", "float", None, "Crop height."),
+    Arg("crop_w", "float", None, "Crop width."),
+    Arg("crop_pos_x", "float", 0.5, "Horizontal crop anchor in [0, 1]."),
+    Arg("crop_pos_y", "float", 0.5, "Vertical crop anchor in [0, 1]."),
+    Arg(
+        "rounding",
+        "str",
+        "round",
+        "How the crop anchor becomes whole: round (halves away from zero) or truncate.",
+        per_sample=False,
+        choices=("round", "truncate"),
+    ),
+    Arg(
+        "mirror", "int", 0, "Flips: 1 horizontal, 2 vertical (4 depthwise: volumes only); OR them."
+    ),
+    Arg(
+        "resize_z",
+        "float",
+        None,
+        "Volumes only (accepted for DALI; images refuse a nonzero value).",
+    ),
+    Arg(
+        "crop_d", "float", None, "Volumes only (accepted for DALI; images refuse a nonzero value)."
+    ),
+    Arg("crop_pos_z", "float", 0.5, "Volumes only (accepted for DALI; unused for images)."),
+)
+
+
+def crop_mirror_kwargs(args: ArgView) -> dict[str, Any]:
+    """crop_resize_kernels.crop_mirror_plan's keyword arguments from fn.resize_crop_mirror's
+    (shared by the CPU and GPU backends)."""
+    for name in ("resize_z", "crop_d"):
+        if args[name]:
+            raise ValueError(
+                f"argument '{name}' applies to volumes (DHWC); images take none, got {args[name]}"
+            )
+    out = size_kwargs(args)
+    for name in ("crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "mirror", "rounding"):
+        out[name] = args[name]
+    out.update(
+        roi_start=args["roi_start"], roi_end=args["roi_end"], roi_relative=args["roi_relative"]
+    )
+    return out
 
 
 def size_kwargs(args: ArgView) -> dict[str, Any]:
@@ -154,15 +216,7 @@ class Resize(_ResizeBase):
         inputs=("input",),
         args=(
             *_SIZE_ARGS,
-            Arg("roi_start", "float_list", None, "Start (y, x) of the input region."),
-            Arg("roi_end", "float_list", None, "End (y, x) of the input region."),
-            Arg(
-                "roi_relative",
-                "bool",
-                False,
-                "Region in fractions of the input size.",
-                per_sample=False,
-            ),
+            *_ROI_ARGS,
             *_FILTER_ARGS,
         ),
     )
@@ -216,47 +270,64 @@ class Resize(_ResizeBase):
 
 @register
 class ResizeCropMirror(_ResizeBase):
-    """Resizes, crops (crop_pos anchors in the resized image) and optionally mirrors, in one pass."""
+    """Resizes, crops (crop_pos anchors in the resized image) and flips, in one resampling.
+
+    Equivalent to fn.resize, then fn.crop of the resized image, then fn.flip (``mirror``:
+    1 horizontal, 2 vertical), computed as one resampling of the matching input region.
+    """
 
     schema = Schema(
         name="resize_crop_mirror",
         devices=("cpu", "gpu"),
         inputs=("input",),
-        args=(
-            *_SIZE_ARGS,
-            Arg("crop", "float_list", None, "Crop size (H, W) in the resized image."),
-            Arg("crop_h", "float", None, "Crop height."),
-            Arg("crop_w", "float", None, "Crop width."),
-            Arg("crop_pos_x", "float", 0.5, "Horizontal crop anchor in [0, 1]."),
-            Arg("crop_pos_y", "float", 0.5, "Vertical crop anchor in [0, 1]."),
-            Arg("mirror", "int", 0, "Flip the result horizontally when nonzero."),
-            *_FILTER_ARGS,
-        ),
+        args=(*_SIZE_ARGS, *_ROI_ARGS, *_CROP_MIRROR_ARGS, *_FILTER_ARGS),
     )
 
     def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
-        _check_size_ways(self.schema.display_name, args, arg_inputs)
+        name = self.schema.display_name
+        _check_size_ways(name, args, arg_inputs)
         given = {*args, *arg_inputs}
         if not ({"crop", "crop_h", "crop_w"} & given):
-            raise ValueError("fn.resize_crop_mirror: give 'crop' or 'crop_h'/'crop_w'")
+            raise ValueError(f"{name}: give 'crop' or 'crop_h'/'crop_w'")
+        if ("roi_start" in given) != ("roi_end" in given):
+            raise ValueError(f"{name}: roi_start and roi_end must be given together")
+        for key in ("resize_z", "crop_d"):
+            if args.get(key):
+                raise ValueError(
+                    f"{name}: argument '{key}' applies to volumes (DHWC), got {args[key]}"
+                )
 
     def run_sample(self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any) -> np.ndarray:
         return crop_resize_kernels.resize_crop_mirror(
-            inputs[0],
-            crop=args["crop"],
-            crop_h=args["crop_h"],
-            crop_w=args["crop_w"],
-            crop_pos_x=args["crop_pos_x"],
-            crop_pos_y=args["crop_pos_y"],
-            mirror=args["mirror"],
-            **size_kwargs(args),
-            **_filter_kwargs(args),
+            inputs[0], **crop_mirror_kwargs(args), **_filter_kwargs(args)
         )
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops.geometry import resize_gpu
 
         return resize_gpu.resize_crop_mirror(self, inputs, args, ctx)
+
+
+@register
+class FastResizeCropMirror(ResizeCropMirror):
+    """fn.resize_crop_mirror with ``antialias`` off by default (DALI's legacy name).
+
+    Differences from fn.resize_crop_mirror: the default of ``antialias`` (False: the
+    filter keeps its support when downscaling, so shrinking by more than 2x skips input
+    pixels, faster and aliased); everything else is the same operator.
+    """
+
+    schema = Schema(
+        name="fast_resize_crop_mirror",
+        devices=("cpu", "gpu"),
+        inputs=("input",),
+        args=tuple(
+            Arg(a.name, a.type, False, a.doc, per_sample=a.per_sample)
+            if a.name == "antialias"
+            else a
+            for a in ResizeCropMirror.schema.args
+        ),
+    )
 
 
 @register

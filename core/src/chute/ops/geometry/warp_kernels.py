@@ -16,7 +16,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from chute.ops.geometry._border import cv_apply, cv_border
+from chute.ops.geometry._border import cv_apply, cv_border, widen_unit_extents
 from chute.ops.geometry.resize_kernels import interp_name
 
 _CV_INTERP = {
@@ -102,7 +102,7 @@ def warp_affine(
             borderValue=fill,
         )
 
-    return cv_apply(image, run, fill_value)
+    return cv_apply(widen_unit_extents(image, mode), run, fill_value)
 
 
 def rotated_canvas_size(in_h: int, in_w: int, angle: float) -> tuple[int, int]:

@@ -8,4 +8,6 @@ plans those need.
 
 image_ops.py's operators -> filter_kernels / filter_gpu (gaussian_blur),
 normalize_kernels / normalize_gpu, cmn_kernels / cmn_gpu (crop_mirror_normalize).
+paste_ops (multi_paste), debayer_ops (debayer, experimental.debayer) and clahe_ops
+(clahe) have their kernels and GPU backends beside them under the same topic names.
 """
