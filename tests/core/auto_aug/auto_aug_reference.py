@@ -25,9 +25,10 @@ def run_aug(aug, images, magnitude_bin=None, num_magnitude_bins=None, device="cp
     )
     def pipe():
         x = fn.external_source(source=lambda: list(images), layout="HWC")
+        # argument inputs (a shape) are CPU data, as in DALI: taken before the move
+        extra = {k: (v(x) if callable(v) else v) for k, v in kwargs.items()}
         if device == "gpu":
             x = x.gpu()
-        extra = {k: (v(x) if callable(v) else v) for k, v in kwargs.items()}
         mag_bin = magnitude_bin() if callable(magnitude_bin) else magnitude_bin
         return aug(x, magnitude_bin=mag_bin, num_magnitude_bins=num_magnitude_bins, **extra)
 

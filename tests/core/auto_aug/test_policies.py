@@ -35,8 +35,8 @@ EXACT_SUITE = [
 ]
 
 
-def run(graph, images=SQUARES, seed=11):
-    @pipeline_def(batch_size=len(images), num_threads=2, device_id=None, seed=seed)
+def run(graph, images=SQUARES, seed=11, device_id=None):
+    @pipeline_def(batch_size=len(images), num_threads=2, device_id=device_id, seed=seed)
     def pipe():
         x = fn.external_source(source=lambda: images, layout="HWC")
         with record_choices() as choices:
@@ -265,7 +265,7 @@ def test_operations_and_sub_policies_are_drawn_uniformly():
 def test_gpu_policies_make_the_same_choices_and_images_as_the_cpu(policy):
     images = MEDIUM + SQUARES
     cpu = run(policy, images)
-    gpu = run(lambda x: policy(x.gpu()), images)
+    gpu = run(lambda x: policy(x.gpu()), images, device_id=0)
     for c_choice, g_choice in zip(cpu[1:], gpu[1:]):  # the draws are the same
         np.testing.assert_array_equal(np.array(c_choice), np.array(g_choice))
     for c, g in zip(cpu[0], gpu[0]):

@@ -134,6 +134,11 @@ class Uniform(Operator):
         converted = _as_dtype(draws, dtype)  # one conversion for the batch
         return [converted[i].reshape(shape) for i in range(len(converted))]
 
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops import random_gpu
+
+        return random_gpu.uniform(inputs, args, ctx)
+
 
 # up to this many numbers per sample are drawn for the whole batch at once
 _MAX_BATCH_DRAWS = 64
@@ -141,11 +146,6 @@ _MAX_BATCH_DRAWS = 64
 
 def _count(shape: Any) -> int:
     return int(np.prod([int(s) for s in shape])) if shape else 1
-
-    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops import random_gpu
-
-        return random_gpu.uniform(inputs, args, ctx)
 
 
 def _check_range(rng: tuple[float, float]) -> tuple[float, float]:

@@ -275,6 +275,7 @@ class Subscript(Operator):
     schema = Schema(
         name="subscript",
         inputs=("input",),
+        devices=("cpu", "gpu"),
         args=(
             Arg(
                 "index",
@@ -329,6 +330,27 @@ class Subscript(Operator):
             return x[index]
         except IndexError as exc:
             raise IndexError(f"{exc} (sample shape {x.shape}, index {index})") from None
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        """Each sample's view on the GPU (CuPy indexing; per-sample indices from the host)."""
+        from chute.gpu.batches import gpu_batch
+
+        (batch,) = inputs
+        out = []
+        with ctx.stream:
+            for i, x in enumerate(batch.samples()):
+                sample_args = args.sample(i)
+                index = tuple(
+                    sample_args[item.arg] if isinstance(item, PerSampleIndex) else item
+                    for item in sample_args["index"]
+                )
+                try:
+                    out.append(x[index].copy())
+                except IndexError as exc:
+                    raise IndexError(f"{exc} (sample shape {x.shape}, index {index})") from None
+        ndim = batch.at(0).ndim if len(batch) else None
+        spec = self.infer(ctx.node, [Spec(batch.dtype, ndim, batch.layout() or None)])
+        return gpu_batch(out, spec[0].layout or "", ctx)
 
 
 def subscript(x: DataNode, index: Any) -> DataNode:

@@ -166,26 +166,34 @@ class TensorListGPU:
             self._samples: list[Any] | None = None
         else:
             self._dense = None
+            # None: a sample that failed under on_error skip/warn, until the executor replaces it
             self._samples = [
-                device_array(x, f"TensorListGPU sample {i}") for i, x in enumerate(data)
+                None if x is None else device_array(x, f"TensorListGPU sample {i}")
+                for i, x in enumerate(data)
             ]
+            present = [x for x in self._samples if x is not None]
             for i, x in enumerate(self._samples):
-                first = self._samples[0]
+                first = present[0]
+                if x is None:
+                    continue
                 if x.dtype != first.dtype or x.ndim != first.ndim:
                     raise TypeError(
                         f"sample {i} has dtype {x.dtype} and ndim {x.ndim}, but sample 0 has "
                         f"dtype {first.dtype} and ndim {first.ndim}: a batch has one dtype and ndim"
                     )
+        present = [x for x in self._samples or () if x is not None]
         if device_id is None:
-            first = self._dense if self._dense is not None else (self._samples or [None])[0]
+            first = self._dense if self._dense is not None else (present or [None])[0]
             device_id = first.device.id if first is not None else 0
         ndim = (
             (self._dense.ndim - 1)
             if self._dense is not None
-            else (self._samples[0].ndim if self._samples else 0)
+            else (present[0].ndim if present else 0)
         )
         self._layout = (
-            check_layout(layout, ndim, "TensorListGPU") if len(self) else str(layout or "")
+            check_layout(layout, ndim, "TensorListGPU")
+            if self._dense is not None or present
+            else str(layout or "")
         )
         self.stream = stream
         self.device_id = device_id
