@@ -7,9 +7,9 @@ NVDEC with ``device="gpu"``), with the experimental reader's own arguments:
   (1,)) or "sequence" (each output frame's number, -1 for a constant padding frame).
 - ``pad_mode`` names: "none", "constant", "edge" / "repeat", "reflect_101" / "reflect"
   (ABC -> ABCBA), "reflect_1001" / "symmetric" (ABC -> ABCCBA).
-- ``file_list`` ranges: frame numbers counting from the end when negative
-  (``file_list_format="frames"``), and ``file_list_rounding`` of times that fall
-  between frames.
+- ``file_list`` ranges: frame numbers ``[start, end)`` counting from the end when
+  negative (``file_list_format="frames"``), and ``file_list_rounding`` of times that
+  fall between frames.
 - ``uniform_sample``: one sequence per video (or file_list range), frames
   ``floor(linspace(start, end - 1, sequence_length) + 0.5)``.
 - ``image_type`` RGB or YCbCr (ITU-R BT.601 limited range, as the image decoders).
@@ -196,25 +196,27 @@ def experimental_range(
 ) -> tuple[int, int]:
     """[first, end) frames of a file_list range as the experimental reader reads it.
 
-    Frames: negative numbers count from the end. Times (seconds from the first frame): a
-    start between two frames is rounded down (to the frame on screen) or up (to the next
-    one), an end likewise, by ``rounding``; ``include_end`` keeps the end frame.
+    Frames: ``[start, end)``, negative numbers counting from the end (the end frame is
+    left out with or without ``include_end``, as DALI 2.4's CPU backend does, although its
+    documentation says otherwise). Times (seconds from the first frame): a start between
+    two frames is rounded down (to the frame on screen) or up (to the next one), an end
+    likewise, by ``rounding``; ``include_end`` keeps the end frame.
     """
     n = index.num_frames
     if span is None:
         return 0, n
     start, stop = span
     if units == "frames":
+        # [start, end) whatever include_end says: what DALI 2.4's CPU reader returns
         first = int(start) + (n if start < 0 else 0)
         last = int(stop) + (n if stop < 0 else 0)
-    else:
-        times = (index.pts - index.pts[0]) * float(index.time_base)
-        eps = 1e-9
-        start_up = rounding in ("start_up_end_down", "all_up")
-        end_up = rounding in ("start_down_end_up", "all_up")
-        first = _round_time(times, start, start_up, eps)
-        last = _round_time(times, stop, end_up, eps)
-    last += 1 if include_end else 0
+        return max(0, first), min(n, last)
+    times = (index.pts - index.pts[0]) * float(index.time_base)
+    eps = 1e-9
+    start_up = rounding in ("start_up_end_down", "all_up")
+    end_up = rounding in ("start_down_end_up", "all_up")
+    first = _round_time(times, start, start_up, eps)
+    last = _round_time(times, stop, end_up, eps) + (1 if include_end else 0)
     return max(0, first), min(n, last)
 
 
