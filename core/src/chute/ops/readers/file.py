@@ -242,8 +242,9 @@ def _read_file_list(path: str, root: str | None, label: str) -> tuple[list[str],
 def _scan_root(
     root: str, filters: tuple, case_sensitive: bool, label: str
 ) -> tuple[list[str], list[int]]:
-    if not storage.isdir(root):
-        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    storage.check_folder(
+        root, label, "files=[...] (with labels=) or file_list= (lines 'path label')"
+    )
     patterns = filters if case_sensitive else tuple(p.lower() for p in filters)
     files, labels = [], []
     for index, cls in enumerate(storage.list_dirs(root)):

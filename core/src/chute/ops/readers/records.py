@@ -139,8 +139,9 @@ def list_filtered_files(node: OpNode) -> list[str]:
             raise ValueError(f"{label}: cannot read file_list {listing!r}: {exc}") from None
         files = [storage.join(base, n) for n in names if n and not n.startswith("#")]
     else:
-        if not storage.isdir(root):
-            raise ValueError(f"{label}: file_root {root!r} is not a folder")
+        storage.check_folder(
+            root, label, "files=[...] (relative to file_root) or file_list= (a path a line)"
+        )
         pattern = node.arg("file_filter")
         files = [
             storage.join(root, rel)

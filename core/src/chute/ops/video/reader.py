@@ -199,8 +199,9 @@ def _list_videos(node: OpNode) -> tuple[list[str], list[int], list[tuple | None]
         return files, labels, [None] * len(files)
     if node.arg("file_list") is not None:
         return _read_file_list(node.arg("file_list"), root, label)
-    if not storage.isdir(root):
-        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    storage.check_folder(
+        root, label, "filenames=[...] (with labels=) or file_list= (lines 'path label')"
+    )
     files, labels = [], []
     for number, cls in enumerate(storage.list_dirs(root)):
         folder = storage.join(root, cls)
