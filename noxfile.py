@@ -146,6 +146,14 @@ def latest(session: nox.Session) -> None:
     session.run("pytest", "-q", "tests/core", *session.posargs)
 
 
+@nox.session(default=False)
+def dali_parity(session: nox.Session) -> None:
+    """chute beside DALI 2.4 on the same files (where nvidia-dali-cuda130 installs; CPU only)."""
+    session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
+    session.install("nvidia-dali-cuda130==2.4.0")
+    session.run("pytest", "-q", "tests/dali_parity", *session.posargs)
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation: mkdocs build --strict, and every framework-free example it shows."""

@@ -148,3 +148,20 @@ def test_ycbcr_is_bt601_limited_range_of_the_rgb_frames(videos):
 def test_bad_frame_num_mode_names_the_argument(videos):
     with pytest.raises(ValueError, match="enable_frame_num"):
         read_all(filenames=[str(videos / "c.mp4")], sequence_length=1, enable_frame_num="all")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "starts"),
+    [
+        # whole sequences while start + length * stride <= 12 (as DALI 2.4 cuts them)
+        ({"sequence_length": 5, "stride": 2, "step": 3}, [0]),
+        ({"sequence_length": 4, "stride": 3, "step": 1}, [0]),
+        ({"sequence_length": 5, "step": 1}, [0, 1, 2, 3, 4, 5, 6, 7]),
+        # with padding, one sequence more at the next step
+        ({"sequence_length": 3, "stride": 2, "step": 1, "pad_mode": "constant"}, list(range(8))),
+        ({"sequence_length": 5, "pad_mode": "constant"}, [0, 5, 10]),
+    ],
+)
+def test_sequence_starts(videos, kwargs, starts):
+    rows = read_all(filenames=[str(videos / "b.mp4")], enable_frame_num="scalar", **kwargs)
+    assert [int(r[1][0]) for r in rows] == starts

@@ -79,8 +79,13 @@ class ExperimentalVideoSource(VideoSource):
             return [Clip(file, first, label, end)]
         length, stride = node.arg("sequence_length"), node.arg("stride")
         step = node.arg("step") if node.arg("step") > 0 else length
-        last_start = end - 1 if self.pad_mode != "none" else end - ((length - 1) * stride + 1)
-        return [Clip(file, s, label, end) for s in range(first, last_start + 1, step)]
+        # as DALI 2.4 cuts them: whole sequences while start + length * stride <= end (one
+        # stride more than the frames shown), then with padding one more, at the next step
+        starts = list(range(first, end - length * stride + 1, step))
+        after = starts[-1] + step if starts else first
+        if self.pad_mode != "none" and after < end:
+            starts.append(after)
+        return [Clip(file, s, label, end) for s in starts]
 
     def frames_of(self, seq: Clip) -> list[int]:
         node = self.node
