@@ -73,6 +73,7 @@ class RangeServer(ThreadingHTTPServer):
     """
 
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 drops the SYNs of concurrent fetches (1 s retries)
 
     def __init__(self, folder: str, listing: bool = True):
         super().__init__(("127.0.0.1", 0), partial(_RangeHandler, directory=folder))
