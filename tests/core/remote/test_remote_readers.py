@@ -265,6 +265,30 @@ def test_tfrecord_over_http_reads_ranges_not_whole_files(http):
     assert data_requests and all(r is not None and r.startswith("bytes=") for r in data_requests)
 
 
+@pytest.mark.parametrize("where", ["local", "http"])
+def test_tfrecord_read_ahead_fetches_each_file_once_whole(http, data, where):
+    features = {
+        "id": tfrecord.FixedLenFeature([1], tfrecord.int64, -1),
+        "data": tfrecord.FixedLenFeature((), tfrecord.string, ""),
+    }
+    base = http.url if where == "http" else str(data)
+    http.requests.clear()
+    rows = run(
+        fn.readers.tfrecord,
+        5,
+        path=f"{base}/tfr/data.tfrecord",
+        index_path=f"{base}/tfr/data.idx",
+        features=features,
+        read_ahead=True,
+    )
+    assert [(int(i[0]), d.tobytes()) for i, d in rows] == [
+        (i, bytes([i]) * (i + 1)) for i in range(5)
+    ]
+    data_requests = [r for path, r in http.requests if path.endswith(".tfrecord")]
+    # three batches of 2, one request: the whole file (no Range header)
+    assert data_requests == ([None] if where == "http" else [])
+
+
 def test_webdataset_reader(base):
     rows = run(
         fn.readers.webdataset,

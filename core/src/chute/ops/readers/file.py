@@ -76,7 +76,10 @@ READER_ARGS = (
         "read_ahead",
         "bool",
         False,
-        "Accepted for DALI compatibility: reading always runs ahead.",
+        "Indexed readers (tfrecord, webdataset, numpy, mxnet): advise the kernel to read "
+        "each local file whole into the page cache when first opened; fetch each remote "
+        "file whole once (one request per file, held in memory) instead of a request per "
+        "record. Readers of whole files read each file whole already.",
         per_sample=False,
     ),
     Arg(
@@ -87,10 +90,37 @@ READER_ARGS = (
         "(measured cheaper on chute's CPU path: each unmapping interrupts every worker thread).",
         per_sample=False,
     ),
-    Arg("lazy_init", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
-    Arg("prefetch_queue_depth", "int", 1, "Accepted for DALI compatibility.", per_sample=False),
-    Arg("skip_cached_images", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
-    Arg("tensor_init_bytes", "int", 1048576, "Accepted for DALI compatibility.", per_sample=False),
+    Arg(
+        "lazy_init",
+        "bool",
+        False,
+        "Accepted for DALI compatibility: chute lists and indexes the data at build(), "
+        "which DALI's first run does with lazy_init (call build() when that should happen).",
+        per_sample=False,
+    ),
+    Arg(
+        "prefetch_queue_depth",
+        "int",
+        1,
+        "Batches the reader stage may read ahead of the computation (at least the "
+        "pipeline's prefetch_queue_depth).",
+        per_sample=False,
+    ),
+    Arg(
+        "skip_cached_images",
+        "bool",
+        False,
+        "Accepted for DALI compatibility: chute's decoders keep no decoded-image cache "
+        "(their cache_* arguments are accepted and ignored), so no sample is skipped.",
+        per_sample=False,
+    ),
+    Arg(
+        "tensor_init_bytes",
+        "int",
+        1048576,
+        "Accepted for DALI compatibility: output buffers are sized per batch.",
+        per_sample=False,
+    ),
 )
 
 
