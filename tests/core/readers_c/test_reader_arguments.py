@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from chute import fn, pipeline_def
 from chute.ops.readers.ranges import FileRanges
@@ -57,3 +58,44 @@ def test_read_ahead_advises_local_files_once_and_reads_the_same_bytes(tmp_path):
         assert (plain.advised, ahead.advised) == (0, 1)
         plain.close()
         ahead.close()
+
+
+def _epochs(files, epochs, **kwargs):
+    @pipeline_def(batch_size=len(files), num_threads=1, device_id=None, seed=3)
+    def pipe():
+        data, _ = fn.readers.file(files=files, **kwargs)
+        return data
+
+    p = pipe()
+    p.build()
+    out = []
+    for _ in range(epochs):
+        data = p.run()[0]
+        out.append([int(np.asarray(data[i])[0]) for i in range(len(data))])
+        for _ in range(100):
+            try:
+                p.run()
+            except StopIteration:
+                p.reset()
+                break
+    p.close()
+    return out
+
+
+def test_file_reader_shuffle_after_epoch(tmp_path):
+    files = []
+    for i in range(8):
+        (tmp_path / f"{i}.jpg").write_bytes(bytes([i]))
+        files.append(str(tmp_path / f"{i}.jpg"))
+    epochs = _epochs(files, 3, shuffle_after_epoch=True)
+    assert epochs[0] == list(range(8))  # the first epoch in order
+    assert all(sorted(e) == list(range(8)) for e in epochs[1:])
+    assert epochs[1] != list(range(8)) and epochs[1] != epochs[2]
+    # two shards: the halves of the same permutation (shards rotate between epochs)
+    halves = [
+        _epochs(files[:], 3, shuffle_after_epoch=True, shard_id=k, num_shards=2) for k in (0, 1)
+    ]
+    for e in range(3):
+        assert sorted(h[e][:4] for h in halves) == sorted([epochs[e][:4], epochs[e][4:]])
+    with pytest.raises(ValueError, match="'shuffle_after_epoch' and 'random_shuffle'"):
+        _epochs(files, 1, shuffle_after_epoch=True, random_shuffle=True)

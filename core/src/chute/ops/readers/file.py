@@ -124,6 +124,26 @@ READER_ARGS = (
 )
 
 
+# DALI 2.4's shuffle_after_epoch pair (the plan reads them: ShardedSource.init_plan)
+SHUFFLE_AFTER_EPOCH = (
+    Arg(
+        "shuffle_after_epoch",
+        "bool",
+        False,
+        "Read the first epoch in order, then every epoch as a new permutation of the whole "
+        "dataset (the same on every shard).",
+        per_sample=False,
+    ),
+    Arg(
+        "shuffle_after_epoch_seed",
+        "int",
+        None,
+        "Seed of shuffle_after_epoch's permutations (default: the reader's seed).",
+        per_sample=False,
+    ),
+)
+
+
 @register(legacy=("file_reader",), ops_aliases=("readers.FileReader",))
 class FileReader(Operator):
     """Reads files as encoded bytes (uint8, 1-D) with an int32 label of shape (1,).
@@ -178,6 +198,7 @@ class FileReader(Operator):
                 per_sample=False,
             ),
             *READER_ARGS,
+            *SHUFFLE_AFTER_EPOCH,
         ),
     )
 
@@ -191,6 +212,7 @@ class FileReader(Operator):
         if labels is not None and (args.get("files") is None or len(labels) != len(args["files"])):
             raise ValueError("fn.readers.file: argument 'labels' needs 'files' of the same length")
         check_shard_args("fn.readers.file", args)
+        check_shuffle_after_epoch("fn.readers.file", args)
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(np.dtype(np.uint8), 1, None), Spec(np.dtype(np.int32), 1, None)]
@@ -211,6 +233,17 @@ class FileReader(Operator):
         on_error = node.args.get("on_error") or pipeline.on_error
         in_processes = hints.get(ReadInProcesses) is not None
         return FileSource(node, files, labels, pipeline.batch_size, on_error, in_processes)
+
+
+def check_shuffle_after_epoch(op_name: str, args: dict[str, Any]) -> None:
+    """shuffle_after_epoch goes with neither random_shuffle nor stick_to_shard (as in DALI)."""
+    if args.get("shuffle_after_epoch"):
+        for other in ("random_shuffle", "stick_to_shard"):
+            if args.get(other):
+                raise ValueError(
+                    f"{op_name}: arguments 'shuffle_after_epoch' and {other!r} "
+                    "are mutually exclusive"
+                )
 
 
 def check_shard_args(op_name: str, args: dict[str, Any]) -> None:
