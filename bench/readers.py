@@ -230,7 +230,7 @@ def dali_worker(args) -> None:
     local = Path(args.data)
     results = {}
     for decode in (False, True) if args.decode else (False,):
-        for name in READERS:
+        for name in args.readers.split(","):
             key = f"dali/{name}/local/{'read+decode' if decode else 'read'}"
             results[key] = measure("dali", name, str(local), local, args, decode)
     print(json.dumps(results))
@@ -245,6 +245,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--decode", action="store_true")
+    ap.add_argument("--readers", default=",".join(READERS), help="e.g. tfrecord,webdataset")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="e.g. local,http")
     ap.add_argument("--data", help="a folder made by an earlier run (images/, tfr/, wds/)")
     ap.add_argument("--dali-python")
     ap.add_argument("--dali-worker", action="store_true", help=argparse.SUPPRESS)
@@ -274,8 +276,8 @@ def main() -> None:
         runs: dict[str, list[dict]] = {}
         for r in range(args.rounds):
             for decode in (False, True) if args.decode else (False,):
-                for name in READERS:
-                    for source in SOURCES:
+                for name in args.readers.split(","):
+                    for source in args.sources.split(","):
                         key = f"chute/{name}/{source}/{'read+decode' if decode else 'read'}"
                         result = measure("chute", name, bases[source], data, args, decode)
                         runs.setdefault(key, []).append(result)
@@ -283,7 +285,8 @@ def main() -> None:
             if args.dali_python:
                 cmd = [args.dali_python, __file__, "--dali-worker", "--data", str(data)]
                 cmd += ["--batch", str(args.batch), "--threads", str(args.threads)]
-                cmd += ["--epochs", str(args.epochs)] + (["--decode"] if args.decode else [])
+                cmd += ["--epochs", str(args.epochs), "--readers", args.readers]
+                cmd += ["--decode"] if args.decode else []
                 env = {**os.environ, "PYTHONPATH": str(ROOT / "core/src")}
                 done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
                 for key, result in json.loads(done.stdout.strip().splitlines()[-1]).items():
