@@ -44,7 +44,7 @@ PAD_NAMES = {
 }
 ROUNDINGS = ("start_down_end_up", "start_up_end_down", "all_up", "all_down")
 _FRAME_NUM = {False: "none", True: "scalar", "none": "none", "scalar": "scalar"}
-_REPLACED = {"enable_frame_num", "pad_mode", "image_type"}
+_REPLACED = {"enable_frame_num", "pad_mode", "image_type", "file_list_include_end"}
 
 
 def _frame_num_mode(value: Any) -> str:
@@ -147,6 +147,14 @@ class ExperimentalVideoReader(VideoReader):
                 "Output colour: RGB or YCbCr (BT.601 limited range).",
                 per_sample=False,
                 choices=("RGB", "YCbCr"),
+            ),
+            Arg(
+                "file_list_include_end",
+                "bool",
+                True,
+                "file_list times: the end frame is part of the range. Frame numbers are "
+                "[start, end) either way, as DALI 2.4's CPU reader reads them.",
+                per_sample=False,
             ),
             Arg(
                 "file_list_rounding",
