@@ -31,6 +31,9 @@ class _RangeHandler(SimpleHTTPRequestHandler):
             self.send_error(503, "injected failure")
             return
         path = self.translate_path(self.path)
+        if not self.server.listing and os.path.isdir(path):
+            self.send_error(404, "no index pages here")
+            return
         header = self.headers.get("Range")
         if not header or not os.path.isfile(path):
             super().do_GET()
@@ -63,12 +66,18 @@ class _RangeHandler(SimpleHTTPRequestHandler):
 
 
 class RangeServer(ThreadingHTTPServer):
-    """Serves a folder; records each GET (path, Range header); can fail the next N GETs."""
+    """Serves a folder; records each GET (path, Range header); can fail the next N GETs.
+
+    With ``listing=False`` a folder's URL answers 404 instead of an index page (as a
+    server without autoindex, or a CDN, does).
+    """
 
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 drops the SYNs of concurrent fetches (1 s retries)
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, listing: bool = True):
         super().__init__(("127.0.0.1", 0), partial(_RangeHandler, directory=folder))
+        self.listing = listing
         self.requests: list[tuple[str, str | None]] = []
         self.failures = 0
         self._lock = threading.Lock()
@@ -90,9 +99,9 @@ class RangeServer(ThreadingHTTPServer):
 
 
 @contextlib.contextmanager
-def http_server(folder: str) -> Iterator[RangeServer]:
+def http_server(folder: str, listing: bool = True) -> Iterator[RangeServer]:
     """An HTTP server of ``folder`` running in a thread until the block ends."""
-    server = RangeServer(folder)
+    server = RangeServer(folder, listing)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

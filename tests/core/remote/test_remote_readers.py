@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 
 import numpy as np
@@ -199,8 +200,7 @@ def run(reader, n, batch_size=2, **kwargs):
 
 
 def test_file_reader_file_root_classes(base):
-    if base.startswith("http"):
-        pytest.skip("S3 and local list folders; HTTP index pages are tested in test_remote_storage")
+    # over HTTP the folders are listed through the server's index pages
     rows = run(fn.readers.file, 3, file_root=f"{base}/images")
     assert [(r[0].tobytes(), int(r[1][0])) for r in rows] == [
         (b"bytes of cats/a.jpg", 0),
@@ -220,12 +220,12 @@ def test_file_reader_file_list_and_files(base):
 
 
 def test_numpy_reader(base):
-    if base.startswith("http"):
-        rows = run(fn.readers.numpy, 2, files=["npy/a.npy", "npy/sub/b.npy"], file_root=base)
-    else:
-        rows = run(fn.readers.numpy, 2, file_root=f"{base}/npy")
-    np.testing.assert_array_equal(rows[0][0], [[0, 1, 2], [3, 4, 5]])
-    np.testing.assert_array_equal(rows[1][0], [[5, 4, 3], [2, 1, 0]])
+    for rows in (
+        run(fn.readers.numpy, 2, file_root=f"{base}/npy"),
+        run(fn.readers.numpy, 2, files=["npy/a.npy", "npy/sub/b.npy"], file_root=base),
+    ):
+        np.testing.assert_array_equal(rows[0][0], [[0, 1, 2], [3, 4, 5]])
+        np.testing.assert_array_equal(rows[1][0], [[5, 4, 3], [2, 1, 0]])
     rows = run(
         fn.readers.numpy,
         1,
@@ -263,6 +263,30 @@ def test_tfrecord_over_http_reads_ranges_not_whole_files(http):
     )
     data_requests = [r for path, r in http.requests if path.endswith(".tfrecord")]
     assert data_requests and all(r is not None and r.startswith("bytes=") for r in data_requests)
+
+
+@pytest.mark.parametrize("where", ["local", "http"])
+def test_tfrecord_read_ahead_fetches_each_file_once_whole(http, data, where):
+    features = {
+        "id": tfrecord.FixedLenFeature([1], tfrecord.int64, -1),
+        "data": tfrecord.FixedLenFeature((), tfrecord.string, ""),
+    }
+    base = http.url if where == "http" else str(data)
+    http.requests.clear()
+    rows = run(
+        fn.readers.tfrecord,
+        5,
+        path=f"{base}/tfr/data.tfrecord",
+        index_path=f"{base}/tfr/data.idx",
+        features=features,
+        read_ahead=True,
+    )
+    assert [(int(i[0]), d.tobytes()) for i, d in rows] == [
+        (i, bytes([i]) * (i + 1)) for i in range(5)
+    ]
+    data_requests = [r for path, r in http.requests if path.endswith(".tfrecord")]
+    # three batches of 2, one request: the whole file (no Range header)
+    assert data_requests == ([None] if where == "http" else [])
 
 
 def test_webdataset_reader(base):
@@ -334,23 +358,20 @@ def test_video_reader(base):
 
 
 def test_sequence_reader(base):
-    if base.startswith("http"):
-        pytest.skip("sequence lists folders: local and S3")
     rows = run(fn.readers.sequence, 3, file_root=f"{base}/seq", sequence_length=2)
     assert [[int(f[0, 0, 0]) for f in r[0]] for r in rows] == [[0, 1], [1, 2], [10, 11]]
 
 
 def test_fits_reader(base):
-    if base.startswith("http"):
-        rows = run(
-            fn.experimental.readers.fits,
-            2,
-            file_root=base,
-            files=["fits/0.fits", "fits/1.fits"],
-            hdu_indices=[1],
-        )
-    else:
-        rows = run(fn.experimental.readers.fits, 2, file_root=f"{base}/fits", hdu_indices=[1])
+    rows = run(fn.experimental.readers.fits, 2, file_root=f"{base}/fits", hdu_indices=[1])
+    assert [r[0].tolist() for r in rows] == [[0, 1, 2], [100, 101, 102]]
+    rows = run(
+        fn.experimental.readers.fits,
+        2,
+        file_root=base,
+        files=["fits/0.fits", "fits/1.fits"],
+        hdu_indices=[1],
+    )
     assert [r[0].tolist() for r in rows] == [[0, 1, 2], [100, 101, 102]]
 
 
@@ -463,3 +484,46 @@ def test_missing_archive_and_folder_are_named(http, s3):
         ValueError, match=r"file_root 's3://chute-data/set/nothing' is not a folder"
     ):
         run(fn.readers.file, 1, file_root=f"{s3}/nothing")
+
+
+@pytest.fixture(scope="module")
+def http_unlisted(data):
+    """The same data from a server without index pages: a folder's URL answers 404."""
+    with http_server(str(data), listing=False) as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    ("reader", "folder", "args", "instead"),
+    [
+        (fn.readers.file, "images", {}, r"pass files=\[...\] \(with labels=\) or file_list="),
+        (
+            fn.readers.numpy,
+            "npy",
+            {},
+            r"pass files=\[...\] \(relative to file_root\) or file_list=",
+        ),
+        (fn.experimental.readers.fits, "fits", {}, r"pass files=\[...\]"),
+        (fn.readers.sequence, "seq", {"sequence_length": 2}, r"readers\.sequence has no file list"),
+        (fn.readers.video, "video", {"sequence_length": 2}, r"pass filenames=\[...\]"),
+    ],
+)
+def test_folder_without_index_page_names_url_and_what_to_pass(
+    http_unlisted, reader, folder, args, instead
+):
+    url = f"{http_unlisted.url}/{folder}"
+    with pytest.raises(ValueError, match=re.escape(f"file_root {url!r} cannot be listed")):
+        run(reader, 1, file_root=url, **args)
+    with pytest.raises(ValueError, match=instead):
+        run(reader, 1, file_root=url, **args)
+
+
+def test_files_and_file_list_need_no_index_page(http_unlisted):
+    base = http_unlisted.url
+    rows = run(fn.readers.file, 2, file_root=f"{base}/images", file_list=f"{base}/images/list.txt")
+    assert [(r[0].tobytes(), int(r[1][0])) for r in rows] == [
+        (b"bytes of dogs/c.jpg", 5),
+        (b"bytes of cats/a.jpg", 2),
+    ]
+    rows = run(fn.readers.numpy, 2, files=["npy/a.npy", "npy/sub/b.npy"], file_root=base)
+    np.testing.assert_array_equal(rows[1][0], [[5, 4, 3], [2, 1, 0]])

@@ -54,6 +54,16 @@ class Failure:
     error: BaseException
 
 
+def _reader_depth(plan: Plan) -> int:
+    """The largest ``prefetch_queue_depth`` argument of the plan's readers (1 without)."""
+    depths = [
+        int(n.args.get("prefetch_queue_depth") or 1)
+        for n in plan.sources
+        if "readers." in n.op.schema.name
+    ]
+    return max(depths, default=1)
+
+
 class Executor(BatchCompute):
     """Runs one built plan; owns the sources, the worker pool and the stage threads."""
 
@@ -109,8 +119,9 @@ class Executor(BatchCompute):
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._sequencer = Sequencer(self._stop)
-        # every lane can hold a source batch while the reader reads the next ones
-        self._src_q: queue.Queue = queue.Queue(max(self.depth, self.lanes))
+        # every lane can hold a source batch while the reader reads the next ones; a
+        # reader's own prefetch_queue_depth (DALI's loader queue) can let it run further
+        self._src_q: queue.Queue = queue.Queue(max(self.depth, self.lanes, _reader_depth(plan)))
         self._out_q: queue.Queue = queue.Queue(self.depth)
         self._ended = False
         self._failed: BaseException | None = None

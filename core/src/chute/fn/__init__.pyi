@@ -719,6 +719,8 @@ def file_reader(
     prefetch_queue_depth: int = ...,
     skip_cached_images: bool = ...,
     tensor_init_bytes: int = ...,
+    shuffle_after_epoch: bool = ...,
+    shuffle_after_epoch_seed: int | None = ...,
     device: str | None = ...,
     name: str | None = ...,
     seed: int | None = ...,

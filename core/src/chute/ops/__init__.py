@@ -70,7 +70,7 @@ from chute.ops.readers import (  # noqa: F401
 from chute.ops.reductions import reduction_ops  # noqa: F401
 from chute.ops.segmentation import segmentation_ops  # noqa: F401
 from chute.ops.tensors import constant_ops, sequence_ops, shape_ops  # noqa: F401
-from chute.ops.video import decoder, reader, resize_reader  # noqa: F401
+from chute.ops.video import decoder, experimental_reader, reader, resize_reader  # noqa: F401
 from chute.runtime.registry import ops_entries, populate
 
 __all__ = populate(sys.modules[__name__], ops_entries())

@@ -968,6 +968,8 @@ class FileReader(Operator):
         prefetch_queue_depth: int = ...,
         skip_cached_images: bool = ...,
         tensor_init_bytes: int = ...,
+        shuffle_after_epoch: bool = ...,
+        shuffle_after_epoch_seed: int | None = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 
 from chute.graph.node import DataNode
 from chute.runtime.operator import Operator
-from chute.types import OnError
+from chute.types import DALIImageType, OnError
 
 class Fits(Operator):
     """Reads image HDUs of FITS files: one output per entry of ``hdu_indices``."""
@@ -36,6 +36,53 @@ class Fits(Operator):
         tensor_init_bytes: int = ...,
         shuffle_after_epoch: bool = ...,
         shuffle_after_epoch_seed: int | None = ...,
+        device: str | None = ...,
+        name: str | None = ...,
+        seed: int | None = ...,
+        preserve: bool | None = ...,
+        bytes_per_sample_hint: int | Sequence[int] | None = ...,
+        on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
+    ) -> None: ...
+    def __call__(
+        self,
+        *inputs: DataNode,
+        **kwargs: Any,
+    ) -> Any: ...
+
+class Video(Operator):
+    """Reads sequences of frames (FHWC uint8) from video files: DALI's experimental reader."""
+
+    def __init__(
+        self,
+        *,
+        filenames: Sequence[str] | None = ...,
+        labels: int | Sequence[int] | NDArray[Any] | None = ...,
+        file_root: str | None = ...,
+        file_list: str | None = ...,
+        file_list_format: Literal["frames", "timestamps"] = ...,
+        sequence_length: int,
+        step: int = ...,
+        stride: int = ...,
+        fill_value: int | Sequence[int] | NDArray[Any] = ...,
+        enable_timestamps: bool = ...,
+        random_shuffle: bool = ...,
+        initial_fill: int = ...,
+        shard_id: int = ...,
+        num_shards: int = ...,
+        stick_to_shard: bool = ...,
+        pad_last_batch: bool = ...,
+        read_ahead: bool = ...,
+        dont_use_mmap: bool | None = ...,
+        lazy_init: bool = ...,
+        prefetch_queue_depth: int = ...,
+        skip_cached_images: bool = ...,
+        tensor_init_bytes: int = ...,
+        enable_frame_num: Any = ...,
+        pad_mode: Literal["none", "constant", "edge", "repeat", "reflect_101", "reflect", "reflect_1001", "symmetric"] = ...,
+        image_type: Literal["RGB", "YCbCr"] | DALIImageType = ...,
+        file_list_include_end: bool = ...,
+        file_list_rounding: Literal["start_down_end_up", "start_up_end_down", "all_up", "all_down"] = ...,
+        uniform_sample: bool = ...,
         device: str | None = ...,
         name: str | None = ...,
         seed: int | None = ...,

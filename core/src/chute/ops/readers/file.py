@@ -76,7 +76,10 @@ READER_ARGS = (
         "read_ahead",
         "bool",
         False,
-        "Accepted for DALI compatibility: reading always runs ahead.",
+        "Indexed readers (tfrecord, webdataset, numpy, mxnet): advise the kernel to read "
+        "each local file whole into the page cache when first opened; fetch each remote "
+        "file whole once (one request per file, held in memory) instead of a request per "
+        "record. Readers of whole files read each file whole already.",
         per_sample=False,
     ),
     Arg(
@@ -87,10 +90,57 @@ READER_ARGS = (
         "(measured cheaper on chute's CPU path: each unmapping interrupts every worker thread).",
         per_sample=False,
     ),
-    Arg("lazy_init", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
-    Arg("prefetch_queue_depth", "int", 1, "Accepted for DALI compatibility.", per_sample=False),
-    Arg("skip_cached_images", "bool", False, "Accepted for DALI compatibility.", per_sample=False),
-    Arg("tensor_init_bytes", "int", 1048576, "Accepted for DALI compatibility.", per_sample=False),
+    Arg(
+        "lazy_init",
+        "bool",
+        False,
+        "Accepted for DALI compatibility: chute lists and indexes the data at build(), "
+        "which DALI's first run does with lazy_init (call build() when that should happen).",
+        per_sample=False,
+    ),
+    Arg(
+        "prefetch_queue_depth",
+        "int",
+        1,
+        "Batches the reader stage may read ahead of the computation (at least the "
+        "pipeline's prefetch_queue_depth).",
+        per_sample=False,
+    ),
+    Arg(
+        "skip_cached_images",
+        "bool",
+        False,
+        "Accepted for DALI compatibility: chute's decoders keep no decoded-image cache "
+        "(their cache_* arguments are accepted and ignored), so no sample is skipped.",
+        per_sample=False,
+    ),
+    Arg(
+        "tensor_init_bytes",
+        "int",
+        1048576,
+        "Accepted for DALI compatibility: output buffers are sized per batch.",
+        per_sample=False,
+    ),
+)
+
+
+# DALI 2.4's shuffle_after_epoch pair (the plan reads them: ShardedSource.init_plan)
+SHUFFLE_AFTER_EPOCH = (
+    Arg(
+        "shuffle_after_epoch",
+        "bool",
+        False,
+        "Read the first epoch in order, then every epoch as a new permutation of the whole "
+        "dataset (the same on every shard).",
+        per_sample=False,
+    ),
+    Arg(
+        "shuffle_after_epoch_seed",
+        "int",
+        None,
+        "Seed of shuffle_after_epoch's permutations (default: the reader's seed).",
+        per_sample=False,
+    ),
 )
 
 
@@ -148,6 +198,7 @@ class FileReader(Operator):
                 per_sample=False,
             ),
             *READER_ARGS,
+            *SHUFFLE_AFTER_EPOCH,
         ),
     )
 
@@ -161,6 +212,7 @@ class FileReader(Operator):
         if labels is not None and (args.get("files") is None or len(labels) != len(args["files"])):
             raise ValueError("fn.readers.file: argument 'labels' needs 'files' of the same length")
         check_shard_args("fn.readers.file", args)
+        check_shuffle_after_epoch("fn.readers.file", args)
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         return [Spec(np.dtype(np.uint8), 1, None), Spec(np.dtype(np.int32), 1, None)]
@@ -181,6 +233,17 @@ class FileReader(Operator):
         on_error = node.args.get("on_error") or pipeline.on_error
         in_processes = hints.get(ReadInProcesses) is not None
         return FileSource(node, files, labels, pipeline.batch_size, on_error, in_processes)
+
+
+def check_shuffle_after_epoch(op_name: str, args: dict[str, Any]) -> None:
+    """shuffle_after_epoch goes with neither random_shuffle nor stick_to_shard (as in DALI)."""
+    if args.get("shuffle_after_epoch"):
+        for other in ("random_shuffle", "stick_to_shard"):
+            if args.get(other):
+                raise ValueError(
+                    f"{op_name}: arguments 'shuffle_after_epoch' and {other!r} "
+                    "are mutually exclusive"
+                )
 
 
 def check_shard_args(op_name: str, args: dict[str, Any]) -> None:
@@ -242,8 +305,9 @@ def _read_file_list(path: str, root: str | None, label: str) -> tuple[list[str],
 def _scan_root(
     root: str, filters: tuple, case_sensitive: bool, label: str
 ) -> tuple[list[str], list[int]]:
-    if not storage.isdir(root):
-        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    storage.check_folder(
+        root, label, "files=[...] (with labels=) or file_list= (lines 'path label')"
+    )
     patterns = filters if case_sensitive else tuple(p.lower() for p in filters)
     files, labels = [], []
     for index, cls in enumerate(storage.list_dirs(root)):

@@ -191,7 +191,11 @@ class RecordIOSource(RecordSource):
             )
         ends = [*self.offsets[1:], total]
         self.lengths = [e - o for o, e in zip(self.offsets, ends)]
-        self.ranges = FileRanges(self.files)
+        self.ranges = FileRanges(
+            self.files,
+            use_mmap=node.args.get("dont_use_mmap") is False,
+            read_ahead=bool(node.args.get("read_ahead")),
+        )
         names = [f"{storage.basename(index)}@{o}" for o in self.offsets]
         self.start(node, pipeline.batch_size, len(self.offsets), names, on_error_of(node, pipeline))
 

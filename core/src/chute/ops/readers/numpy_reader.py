@@ -39,11 +39,16 @@ class NumpyReader(Operator):
     "pad" with ``fill_value``). ROI arguments are constants here (DALI also takes
     them per sample). A malformed header or truncated data raises naming the file
     and the offset, or is skipped with a report under ``on_error="skip"``.
+
+    With ``device="gpu"`` the arrays come out in GPU memory (the pipeline's
+    ``device_id``): read on the host as above, then copied in one upload per batch on
+    the reader's own CUDA stream, complete before the batch is handed on.
     """
 
     kind = "source"
     schema = Schema(
         name="readers.numpy",
+        devices=("cpu", "gpu"),
         args=(
             Arg("file_root", "str", None, "Folder of the files.", per_sample=False),
             Arg(
@@ -128,11 +133,50 @@ class NumpyReader(Operator):
     def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> NumpySource:
         files = list_filtered_files(node)
         on_error = node.args.get("on_error") or pipeline.on_error
-        return NumpySource(node, files, pipeline.batch_size, on_error)
+        source = NumpySource(node, files, pipeline.batch_size, on_error)
+        if node.device == "gpu":
+            source.upload = DeviceUpload(pipeline.device_id)
+        return source
+
+
+class DeviceUpload:
+    """Copies a batch of host arrays into GPU memory on its own stream, one copy per batch."""
+
+    def __init__(self, device_id: int | None):
+        from chute.gpu.runtime import cupy_module
+
+        self.cp = cupy_module()
+        self.device_id = 0 if device_id is None else device_id
+        with self.cp.cuda.Device(self.device_id):
+            self.stream = self.cp.cuda.Stream(non_blocking=True)
+
+    def __call__(self, samples: list[np.ndarray]) -> list[Any]:
+        cp = self.cp
+        with cp.cuda.Device(self.device_id), self.stream:
+            # each sample starts 256-byte aligned, as a GPU allocation would
+            starts = np.cumsum([0] + [-(-a.nbytes // 256) * 256 for a in samples])
+            host = np.empty(int(starts[-1]), np.uint8)
+            views = []
+            for a, lo in zip(samples, starts):
+                n = a.nbytes
+                host[lo : lo + n] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+                views.append((int(lo), n, a.dtype, a.shape))
+            device = cp.asarray(host)  # one host-to-device copy
+            out = [device[lo : lo + n].view(dtype).reshape(shape) for lo, n, dtype, shape in views]
+        self.stream.synchronize()
+        return out
 
 
 class NumpySource(RangeSource):
     """The running numpy reader: one record per file; reads the header, then the region."""
+
+    upload: DeviceUpload | None = None  # device="gpu"
+
+    def next_batch(self, batch_size: int, epoch: int, iteration: int):
+        outputs, meta = super().next_batch(batch_size, epoch, iteration)
+        if self.upload is not None:
+            outputs = [self.upload(list(samples)) for samples in outputs]
+        return outputs, meta
 
     def __init__(self, node: OpNode, files: list[str], batch_size: int, on_error: str):
         root = node.arg("file_root")

@@ -22,9 +22,14 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
-from chute.graph.schema import Arg
 from chute.ops.readers import storage
-from chute.ops.readers.file import READER_ARGS, check_shard_args, read_file
+from chute.ops.readers.file import (
+    READER_ARGS,
+    SHUFFLE_AFTER_EPOCH,
+    check_shard_args,
+    check_shuffle_after_epoch,
+    read_file,
+)
 from chute.ops.readers.sharding import ShardedSource
 
 __all__ = [
@@ -43,24 +48,6 @@ __all__ = [
 
 log = logging.getLogger("chute")
 
-# DALI 2.4's shuffle_after_epoch pair (the plan reads them: ShardedSource.init_plan)
-SHUFFLE_AFTER_EPOCH = (
-    Arg(
-        "shuffle_after_epoch",
-        "bool",
-        False,
-        "Read the first epoch in order, then every epoch as a new permutation of the whole "
-        "dataset (the same on every shard).",
-        per_sample=False,
-    ),
-    Arg(
-        "shuffle_after_epoch_seed",
-        "int",
-        None,
-        "Seed of shuffle_after_epoch's permutations (default: the reader's seed).",
-        per_sample=False,
-    ),
-)
 # every record reader's arguments beyond its own
 RECORD_ARGS = (*READER_ARGS, *SHUFFLE_AFTER_EPOCH)
 
@@ -72,13 +59,7 @@ class RecordError(ValueError):
 def check_record_args(op_name: str, args: dict[str, Any]) -> None:
     """Trace-time checks every record reader shares (shards, shuffle_after_epoch)."""
     check_shard_args(op_name, args)
-    if args.get("shuffle_after_epoch"):
-        for other in ("random_shuffle", "stick_to_shard"):
-            if args.get(other):
-                raise ValueError(
-                    f"{op_name}: arguments 'shuffle_after_epoch' and {other!r} "
-                    "are mutually exclusive"
-                )
+    check_shuffle_after_epoch(op_name, args)
 
 
 def on_error_of(node: OpNode, pipeline: Any) -> str:
@@ -139,8 +120,9 @@ def list_filtered_files(node: OpNode) -> list[str]:
             raise ValueError(f"{label}: cannot read file_list {listing!r}: {exc}") from None
         files = [storage.join(base, n) for n in names if n and not n.startswith("#")]
     else:
-        if not storage.isdir(root):
-            raise ValueError(f"{label}: file_root {root!r} is not a folder")
+        storage.check_folder(
+            root, label, "files=[...] (relative to file_root) or file_list= (a path a line)"
+        )
         pattern = node.arg("file_filter")
         files = [
             storage.join(root, rel)

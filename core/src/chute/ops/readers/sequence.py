@@ -90,8 +90,11 @@ class SequenceReader(Operator):
 
 def list_streams(root: str, label: str) -> tuple[list[str], list[list[str]]]:
     """The stream folders under ``root`` (sorted) and each one's frame files (sorted)."""
-    if not storage.isdir(root):
-        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    storage.check_folder(
+        root,
+        label,
+        "an s3:// (or other listable) URL or a local copy (readers.sequence has no file list)",
+    )
     names = storage.list_dirs(root)
     streams = [storage.join(root, n) for n in names]
     frames = []

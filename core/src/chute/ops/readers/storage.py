@@ -23,6 +23,7 @@ first use (``pip install 'chute[remote]'`` brings fsspec, s3fs and aiohttp).
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ from typing import IO, Any
 __all__ = [
     "RETRIES",
     "basename",
+    "check_folder",
     "dirname",
     "fingerprint",
     "is_url",
@@ -145,6 +147,25 @@ def isdir(path: str) -> bool:
         return os.path.isdir(path)
     fs, p = _resolve(path)
     return bool(_with_retries(path, lambda: fs.isdir(p)))
+
+
+def check_folder(root: str, where: str, instead: str) -> None:
+    """Raise a ValueError naming ``root`` unless it is a folder that can be listed.
+
+    An HTTP server lists a folder only through an index page of links (as
+    ``python -m http.server`` or nginx's autoindex serve them); where it has none, the
+    message says what to pass instead (``instead``: the reader's ``files`` /
+    ``file_list`` arguments).
+    """
+    if isdir(root):
+        return
+    if re.search(r"(^|::)https?://", root):
+        raise ValueError(
+            f"{where}: file_root {root!r} cannot be listed: the HTTP server gives no index "
+            f"page of links for it (HTTP has no other way to list a folder); pass {instead} "
+            "instead"
+        )
+    raise ValueError(f"{where}: file_root {root!r} is not a folder")
 
 
 def list_dirs(root: str) -> list[str]:

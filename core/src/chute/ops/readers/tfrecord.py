@@ -141,7 +141,9 @@ class TFRecordReader(Operator):
                     f"the file holds {len(data)} from there"
                 )
             payload = tfrecord_format.unframe(data, check_crc)
-            example = decode_example(payload)
+            # string values stay views of the record's bytes (read for this record alone,
+            # or a read-only view of the mapped file): no copy of an image's bytes
+            example = decode_example(payload, copy=False)
             return [parse_feature(name, f, example) for name, f in features.items()]
 
         def empty() -> list[np.ndarray]:
@@ -176,7 +178,7 @@ def parse_feature(name: str, feature: Feature, example: dict[str, tuple[int, Any
     if feature.dtype == string:
         if len(values) != 1:
             raise ValueError(f"string feature {name!r} holds {len(values)} values, expected 1")
-        return np.frombuffer(values[0], np.uint8).copy()
+        return np.frombuffer(values[0], np.uint8)
     values = np.asarray(values, dtype)
     if feature.fixed:
         shape = feature.shape or (1,)

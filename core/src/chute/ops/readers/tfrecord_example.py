@@ -160,12 +160,12 @@ def _fields(buf: memoryview):
         yield number, wire, value
 
 
-def decode_example(data: bytes | memoryview) -> dict[str, tuple[int, object]]:
+def decode_example(data: bytes | memoryview, copy: bool = True) -> dict[str, tuple[int, object]]:
     """Parse a serialized tf.train.Example: name -> (kind, values).
 
-    kind 1 (bytes_list) gives a list of bytes; 2 (float_list) a float32 array;
-    3 (int64_list) an int64 array. Raises ValueError when the bytes are not a valid
-    Example.
+    kind 1 (bytes_list) gives a list of bytes (memoryviews into ``data`` with
+    ``copy=False``); 2 (float_list) a float32 array; 3 (int64_list) an int64 array.
+    Raises ValueError when the bytes are not a valid Example.
     """
     out: dict[str, tuple[int, object]] = {}
     for number, wire, features in _fields(memoryview(data)):
@@ -180,18 +180,18 @@ def decode_example(data: bytes | memoryview) -> dict[str, tuple[int, object]]:
                     name = bytes(part).decode("utf-8", "replace")
                 elif enum_ == 2 and ewire == 2:
                     value = part
-            out[name] = _decode_feature(value)
+            out[name] = _decode_feature(value, copy)
     return out
 
 
-def _decode_feature(buf: memoryview) -> tuple[int, object]:
+def _decode_feature(buf: memoryview, copy: bool = True) -> tuple[int, object]:
     kind, values = 0, None
     for number, wire, lst in _fields(buf):
         if wire != 2 or number not in (1, 2, 3):
             continue
         kind = number
         if number == 1:
-            values = [bytes(v) for n, w, v in _fields(lst) if n == 1 and w == 2]
+            values = [bytes(v) if copy else v for n, w, v in _fields(lst) if n == 1 and w == 2]
         elif number == 2:
             parts = []
             for n, w, v in _fields(lst):

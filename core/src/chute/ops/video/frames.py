@@ -22,6 +22,8 @@ from chute.ops.video.index import (
 )
 
 PAD_MODES = ("none", "constant", "edge", "reflect")
+# also "symmetric" (ABC -> ABCCBA), which experimental.readers.video names reflect_1001
+_ALL_PAD_MODES = (*PAD_MODES, "symmetric")
 PIXEL_FORMATS = {"RGB": "rgb24", "BGR": "bgr24", "GRAY": "gray"}
 
 
@@ -60,9 +62,10 @@ def pad_sources(wanted: Sequence[int], num_frames: int, pad_mode: str) -> list[i
     """Map each wanted frame to a frame of the video, or -1 for a constant fill frame.
 
     "none" drops frames past the end; "constant" fills them; "edge" repeats
-    the last frame; "reflect" mirrors back from it (n-2, n-3, ...).
+    the last frame; "reflect" mirrors back from it (n-2, n-3, ...); "symmetric"
+    mirrors back including it (n-1, n-2, ...).
     """
-    if pad_mode not in PAD_MODES:
+    if pad_mode not in _ALL_PAD_MODES:
         raise ValueError(f"pad_mode must be one of {PAD_MODES}, got {pad_mode!r}")
     last = num_frames - 1
     out = []
@@ -77,6 +80,9 @@ def pad_sources(wanted: Sequence[int], num_frames: int, pad_mode: str) -> list[i
             period = 2 * last
             r = f % period if period else 0
             out.append(period - r if r > last else r)
+        elif pad_mode == "symmetric":
+            r = f % num_frames if num_frames > 0 else 0
+            out.append(r if (f // num_frames) % 2 == 0 else last - r)
         # "none": dropped
     return out
 

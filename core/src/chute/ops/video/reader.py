@@ -39,6 +39,7 @@ class Clip:
     file: int
     first_frame: int
     label: int
+    end: int = -1  # the end of the frames it may show (-1: the video's end)
 
 
 @register(legacy=("video_reader",), ops_aliases=("readers.VideoReader",))
@@ -56,6 +57,7 @@ class VideoReader(Operator):
     """
 
     kind = "source"
+    source_class: type[VideoSource] | None = None  # None: VideoSource
     schema = Schema(
         name="readers.video",
         devices=("cpu", "gpu"),
@@ -171,7 +173,7 @@ class VideoReader(Operator):
             from chute.ops.video.nvdec import NvdecDecoder
 
             nvdec = NvdecDecoder(pipeline.device_id, where=f"{node.label}(device='gpu')")
-        return VideoSource(
+        return (self.source_class or VideoSource)(
             node, files, labels, ranges, pipeline.batch_size, pipeline.num_threads, on_error, nvdec
         )
 
@@ -197,8 +199,9 @@ def _list_videos(node: OpNode) -> tuple[list[str], list[int], list[tuple | None]
         return files, labels, [None] * len(files)
     if node.arg("file_list") is not None:
         return _read_file_list(node.arg("file_list"), root, label)
-    if not storage.isdir(root):
-        raise ValueError(f"{label}: file_root {root!r} is not a folder")
+    storage.check_folder(
+        root, label, "filenames=[...] (with labels=) or file_list= (lines 'path label')"
+    )
     files, labels = [], []
     for number, cls in enumerate(storage.list_dirs(root)):
         folder = storage.join(root, cls)
@@ -296,16 +299,9 @@ class VideoSource(ShardedSource):
             raise failures[0][1]
         length = node.arg("sequence_length")
         stride = node.arg("stride")
-        step = node.arg("step") if node.arg("step") > 0 else length
-        padded = node.arg("pad_mode") != "none"
         self.sequences: list[Clip] = []
         for i, index in enumerate(self.indexes):
-            first, end = frame_range(
-                index, ranges[i], node.arg("file_list_format"), node.arg("file_list_include_end")
-            )
-            span = (length - 1) * stride + 1
-            last_start = end - 1 if padded else end - span
-            self.sequences.extend(Clip(i, s, labels[i]) for s in range(first, last_start + 1, step))
+            self.sequences.extend(self.clips(i, index, ranges[i], labels[i]))
         if not self.sequences:
             raise ValueError(
                 f"{node.label}: no sequence of {length} frames (stride {stride}) fits in the videos"
@@ -315,20 +311,50 @@ class VideoSource(ShardedSource):
     def _index(self, i: int) -> None:
         self.indexes[i] = INDEX_CACHE.get(self.files[i], f"{self.node.label} {self.files[i]!r}")
 
+    @property
+    def pad_mode(self) -> str:
+        """The padding of sequences that run past a video's end (a name of frames.PAD_MODES)."""
+        return self.node.arg("pad_mode")
+
+    @property
+    def decode_type(self) -> str:
+        """The colour the decoder writes (RGB, BGR or GRAY)."""
+        return self.node.arg("image_type")
+
+    def clips(self, file: int, index: PacketIndex, span: tuple | None, label: int) -> list[Clip]:
+        """The sequences of one video: every ``step`` frames in its (file_list) range."""
+        node = self.node
+        first, end = frame_range(
+            index, span, node.arg("file_list_format"), node.arg("file_list_include_end")
+        )
+        length, stride = node.arg("sequence_length"), node.arg("stride")
+        step = node.arg("step") if node.arg("step") > 0 else length
+        last_start = end - 1 if self.pad_mode != "none" else end - ((length - 1) * stride + 1)
+        return [Clip(file, s, label) for s in range(first, last_start + 1, step)]
+
+    def frames_of(self, seq: Clip) -> list[int]:
+        """The frame numbers a sequence shows (past the end: resolved by the padding)."""
+        node = self.node
+        return [
+            seq.first_frame + k * node.arg("stride") for k in range(node.arg("sequence_length"))
+        ]
+
+    def frame_num(self, seq: Clip, shown: np.ndarray) -> np.ndarray:
+        """The frame_num output: the first frame's number."""
+        return np.array([seq.first_frame], np.int32)
+
     def read(self, seq: Clip) -> dict[str, np.ndarray]:
         """Decode one sequence into the reader's outputs."""
         node = self.node
-        wanted = [
-            seq.first_frame + k * node.arg("stride") for k in range(node.arg("sequence_length"))
-        ]
+        wanted = self.frames_of(seq)
         path = self.files[seq.file]
         decode = read_sequence if self.nvdec is None else self.nvdec.read_sequence
         video, shown = decode(
             path,
             wanted,
-            node.arg("pad_mode"),
+            self.pad_mode,
             node.arg("fill_value"),
-            node.arg("image_type"),
+            self.decode_type,
             f"{node.label} {path!r}",
         )
         if self.frame_transform is not None:
@@ -340,7 +366,7 @@ class VideoSource(ShardedSource):
         return {
             "video": video,
             "labels": np.array([seq.label], np.int32),
-            "frame_num": np.array([seq.first_frame], np.int32),
+            "frame_num": self.frame_num(seq, shown),
             "timestamps": times,
         }
 
