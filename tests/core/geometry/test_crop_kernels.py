@@ -199,3 +199,13 @@ def test_paste(image):
     assert paste(image, ratio=1.0, min_canvas_size=100, fill_value=0).shape == (100, 100, 3)
     with pytest.raises(ValueError):
         paste(image, ratio=0.5)
+
+
+def test_crop_anchor_is_computed_in_float32_as_dali():
+    # 0.7 * (56 - 21) = 24.5 (rounds to 25), but DALI holds 0.7 as the float32 0.69999999: 24
+    assert crop_window(56, 47, crop=(21, 25), crop_pos_x=0.3, crop_pos_y=0.7)[:2] == (24, 7)
+    image = np.arange(56 * 47, dtype=np.int32).reshape(56, 47)
+    out = crop(image, crop=(21, 25), crop_pos_x=0.3, crop_pos_y=0.7)
+    np.testing.assert_array_equal(out, image[24:45, 7:32])
+    # exact halves still round up: 0.5 * (11 - 4) = 3.5 is exact in float32
+    assert crop_window(11, 11, crop=(4, 4))[:2] == (4, 4)

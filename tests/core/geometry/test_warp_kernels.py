@@ -214,3 +214,13 @@ def test_warp_with_transforms_rotation_equals_rotate():
     image = smooth_image()
     matrix = transforms.rotation(17.0, center=(53 / 2, 37 / 2))
     np.testing.assert_array_equal(warp_affine(image, matrix), rotate(image, 17.0, keep_size=True))
+
+
+@pytest.mark.parametrize(
+    ("angle", "expected"),
+    [(44.9, (70, 69)), (45, (69, 70)), (-45, (69, 70)), (135, (70, 69)), (225, (70, 69))],
+)
+def test_rotated_canvas_parity_at_45_degrees(angle, expected):
+    # 40 x 57 turned by 45 degrees: both extents 68.6 -> 69; DALI 2.4 gives the heights the
+    # parity of the input width (and back) at 45 and 315 degrees, its own at 135 and 225
+    assert rotated_canvas_size(40, 57, angle) == expected

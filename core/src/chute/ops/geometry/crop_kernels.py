@@ -155,8 +155,9 @@ def crop_window(
         raise ValueError(
             f"crop_pos_x/crop_pos_y must lie in [0, 1], got {crop_pos_x}, {crop_pos_y}"
         )
-    y0 = _to_int(crop_pos_y * (in_h - h), rounding)
-    x0 = _to_int(crop_pos_x * (in_w - w), rounding)
+    # DALI's position is a float32 (0.7 is 0.69999999): 0.7 * 35 gives 24.4999996, anchor 24
+    y0 = _to_int(float(np.float32(crop_pos_y)) * (in_h - h), rounding)
+    x0 = _to_int(float(np.float32(crop_pos_x)) * (in_w - w), rounding)
     return y0, x0, h, w
 
 

@@ -117,7 +117,12 @@ def rotated_canvas_size(in_h: int, in_w: int, angle: float) -> tuple[int, int]:
     eps = 1e-2
     out_w = math.ceil(c * in_w + s * in_h - eps)
     out_h = math.ceil(c * in_h + s * in_w - eps)
-    parity_w, parity_h = (in_w % 2, in_h % 2) if s <= c else (in_h % 2, in_w % 2)
+    own = s < c
+    if abs(s - c) < 1e-9:
+        # exactly 45 degrees off an axis: DALI 2.4 swaps the parities at 45 and 315 (mod 360)
+        # and keeps them at 135 and 225 (its float rounding; measured, not derived)
+        own = round(angle % 360.0) in (135, 225)
+    parity_w, parity_h = (in_w % 2, in_h % 2) if own else (in_h % 2, in_w % 2)
     out_w += (out_w % 2) ^ parity_w
     out_h += (out_h % 2) ^ parity_h
     return out_h, out_w

@@ -84,7 +84,11 @@ def crop_window(
     cw = _round(crop_w) if crop_w else width
     if ch <= 0 or cw <= 0:
         raise ValueError(f"crop size must be positive, got {ch}x{cw}")
-    anchor = (_round(float(crop_pos_y) * (height - ch)), _round(float(crop_pos_x) * (width - cw)))
+    # DALI's position is a float32 (0.7 is 0.69999999): 0.7 * 35 gives 24.4999996, anchor 24
+    anchor = (
+        _round(float(np.float32(crop_pos_y)) * (height - ch)),
+        _round(float(np.float32(crop_pos_x)) * (width - cw)),
+    )
     return CropWindow(anchor, (ch, cw), image_hw)
 
 
