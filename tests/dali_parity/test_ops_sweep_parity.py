@@ -11,13 +11,16 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _sweep import FLOATS, IMAGES, Case, compare, xfail
+from _sweep import FLOATS, Case, compare, xfail
 
 ROUNDING = "uint8 rounding of the same float math"
 F32 = 1e-5
 
 
-def C(name, define, **kw):  # noqa: N802 - a table row
+# fn.jitter: DALI 2.4 has no CPU backend for it (GPU only), so there is nothing to compare here.
+
+
+def C(name, define, **kw):  # a table row
     return pytest.param(Case(name, define, **kw), id=name)
 
 
@@ -193,7 +196,15 @@ CASES = [
     # pad / slice / transpose / cast
     C("pad to shape", lambda L, x: L.fn.pad(x, fill_value=3, axes=(0, 1), shape=(70, 70))),
     C("pad align", lambda L, x: L.fn.pad(x, axes=(0, 1), align=(16, 8))),
-    C("pad axis_names batch max", lambda L, x: L.fn.pad(x, axis_names="W", fill_value=-1)),
+    C("pad axis_names batch max", lambda L, x: L.fn.pad(x, axis_names="W", fill_value=7)),
+    xfail(
+        Case(
+            "pad negative fill into uint8",
+            lambda L, x: L.fn.pad(x, axis_names="W", fill_value=-1),
+            why="DALI converts the fill -1.0 to uint8 unchecked (255 on x86, undefined in C++); "
+            "chute saturates it to 0",
+        )
+    ),
     C("pad shape -1", lambda L, x: L.fn.pad(x, axes=(0,), shape=(-1,), align=4)),
     C(
         "slice rel_start rel_shape",
@@ -290,14 +301,14 @@ CASES = [
     ),
     C(
         "coord_transform",
-        lambda L, x: L.fn.coord_transform(x, M=[[1, 2], [3, 4]], T=[0.5, -1]),
+        lambda L, x: L.fn.coord_transform(x, M=[1, 2, 3, 4], T=[0.5, -1]),
         inputs=[np.array([[1, 2], [3, 4], [5, 6]], np.float32)],
         layout=None,
         atol=F32,
     ),
     C(
         "coord_transform MT",
-        lambda L, x: L.fn.coord_transform(x, MT=[[2, 0, 1], [0, 3, -1]], dtype=L.types.INT32),
+        lambda L, x: L.fn.coord_transform(x, MT=[2, 0, 1, 0, 3, -1]),
         inputs=[np.array([[1.4, 2.6], [3.5, -4.5]], np.float32)],
         layout=None,
     ),
@@ -307,17 +318,3 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 def test_operator(case: Case) -> None:
     compare(case)
-
-
-def test_jitter_statistics() -> None:
-    """Random: the share of changed pixels and their displacement, within statistical noise."""
-    flat = [np.tile(np.arange(64, dtype=np.uint8)[None, :, None] * 4, (64, 1, 3)) for _ in range(4)]
-    case = Case("jitter", lambda L, x: L.fn.jitter(x, nDegree=3), inputs=flat)
-    from _sweep import CHUTE, DALI, run
-
-    shares = []
-    for impl in (DALI, CHUTE):
-        (out,) = run(impl, case)
-        shares.append(np.mean([np.mean(o != i) for o, i in zip(out, flat)]))
-    # a binomial share over 16k pixels: 5 sigma < 0.02
-    assert abs(shares[0] - shares[1]) < 0.02, shares

@@ -324,7 +324,13 @@ class LookupTable(Operator):
             Arg("keys", "int_list", (), "Input values to map."),
             Arg("values", "float_list", (), "Output value for each key."),
             Arg("default_value", "float", 0.0, "Output for values not in keys."),
-            Arg("dtype", "dtype", np.dtype(np.uint8), "Output data type.", per_sample=False),
+            Arg(
+                "dtype",
+                "dtype",
+                np.dtype(np.float32),
+                "Output data type (DALI 2.4's default: FLOAT).",
+                per_sample=False,
+            ),
         ),
     )
 

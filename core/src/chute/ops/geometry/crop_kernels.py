@@ -383,8 +383,9 @@ def erase(
             size = size * image.shape[a] if normalized_shape else size
             if centered_anchor:
                 begin -= size / 2
-            lo = min(max(round_half_away(begin), 0), image.shape[a])
-            hi = min(max(round_half_away(begin + size), lo), image.shape[a])
+            # DALI floors both ends: [10.5, 16.0) covers 10..15, [7.5, 12.5) covers 7..11
+            lo = min(max(math.floor(begin), 0), image.shape[a])
+            hi = min(max(math.floor(begin + size), lo), image.shape[a])
             index[a] = slice(lo, hi)
         out[tuple(index)] = fill
     return out

@@ -68,7 +68,8 @@ class CropWindow:
 
 
 def _round(value: float) -> int:
-    return math.floor(value + 0.5)
+    """Round half away from zero, as DALI places crops (-6.5 -> -7, as fn.crop)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
 def crop_window(
