@@ -120,3 +120,22 @@ def test_color_space_from_gray(dst: str) -> None:
         )
 
     compare(Case(f"color_space_conversion GRAY -> {dst}", define, inputs=gray))
+
+
+def test_resize_crop_mirror_and_crop_then_resize() -> None:
+    compare(
+        Case(
+            "resize_crop_mirror",
+            lambda L, x: L.fn.resize_crop_mirror(x, resize_shorter=30, crop=(20, 20), mirror=1),
+            atol=1,
+            why=ROUNDING,
+        )
+    )
+    compare(
+        Case(
+            "crop then resize",
+            lambda L, x: L.fn.resize(L.fn.crop(x, crop=(30, 30)), size=(17, 17)),
+            atol=1,
+            why=ROUNDING,
+        )
+    )
