@@ -147,7 +147,8 @@ def _round_half_up(x):
 
 
 def _rint(x):
-    return np.rint(np.clip(x, 0, 255)).astype(np.uint8)
+    """Clip to [0, 255] and round halves up, as fn.cast / fn.cast_like (DALI's rounding)."""
+    return np.floor(np.clip(x, 0, 255) + 0.5).astype(np.uint8)
 
 
 def _correlate(image, kernel):

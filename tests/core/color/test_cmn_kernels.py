@@ -173,3 +173,10 @@ def test_rounding_truncate_and_bad_arguments() -> None:
         crop_mirror_normalize(img, mean=[1, 2])
     with pytest.raises(ValueError, match="output_layout"):
         crop_mirror_normalize(img, output_layout="NHWC")
+
+
+def test_out_of_bounds_anchor_rounds_half_away_from_zero():
+    # a 70-wide crop centred on a 57-wide image: anchor 0.5 * (57 - 70) = -6.5 -> -7, as DALI
+    # (and fn.crop): the image starts at output column 7
+    window = crop_window((40, 57), 70, 70)
+    assert window.anchor == (-15, -7)

@@ -64,15 +64,13 @@ def test_brightness_contrast_matches_formula(shape: tuple, in_t: type, out_t: ty
     got = brightness_contrast(x, b, bs, c, dtype=out_t)
     in_info = np.iinfo(in_t) if np.dtype(in_t).kind in "ui" else None
     out_range = float(np.iinfo(out_t).max) if np.dtype(out_t).kind in "ui" else 1.0
-    in_range = float(in_info.max) if in_info else 1.0
     center = float(1 << (8 * np.dtype(in_t).itemsize - (in_info.min < 0) - 1)) if in_info else 0.5
-    want = bs * out_range + b * out_range / in_range * (
-        center + c * (x.astype(np.float64) - center)
-    )
+    # DALI's formula: no rescaling between the input and output types
+    want = bs * out_range + b * (center + c * (x.astype(np.float64) - center))
     assert got.dtype == out_t and got.shape == x.shape
     if np.dtype(out_t).kind == "f":
-        # float32 arithmetic on the non-uint8 path: relative 1e-6 of the output range.
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * out_range)
+        # float32 arithmetic on the non-uint8 path
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     elif in_t == np.uint8:
         np.testing.assert_array_equal(got, _round_sat(want, out_t))  # exact table
     else:
@@ -181,3 +179,16 @@ def test_sequences_use_the_last_axis_as_channels() -> None:
         )
     flat = _image((2, 9, 11, 3), np.uint8)
     np.testing.assert_array_equal(brightness(flat, 0.5)[1], brightness(flat[1], 0.5))
+
+
+def test_brightness_contrast_keeps_values_across_types() -> None:
+    # uint8 -> float32 is not normalised (DALI): 100 + 2 * (2 - 100) = -96, 128 + 2 * (2 - 128)
+    x = np.array([[[2], [6], [35]]], np.uint8)
+    got = brightness_contrast(x, contrast=2.0, contrast_center=100, dtype=np.float32)
+    np.testing.assert_allclose(got[0, :, 0], [-96.0, -88.0, -30.0])
+    got = brightness_contrast(x, contrast=2.0, dtype=np.float32)
+    np.testing.assert_allclose(got[0, :, 0], [-124.0, -116.0, -58.0])
+    # float -> uint8 keeps 0..1 (rounded), the shift is in output units
+    f = np.array([[[0.2], [0.7]]], np.float32)
+    got = brightness_contrast(f, brightness_shift=0.5, dtype=np.uint8)
+    np.testing.assert_array_equal(got[0, :, 0], [128, 128])

@@ -125,6 +125,12 @@ def test_lookup_table() -> None:
         )
     with pytest.raises(ValueError, match="same length"):
         _run(lambda x: fn.lookup_table(x, keys=[1, 2], values=[1.0]))
+    # without dtype the output is float32, as DALI 2.4's default (FLOAT)
+    (default,) = _run(lambda x: fn.lookup_table(x, keys=[0, 255], values=[0.5, 7.25]))
+    first = _samples(default)[0]
+    assert first.dtype == np.float32
+    want = np.where(IMAGES[0] == 0, 0.5, np.where(IMAGES[0] == 255, 7.25, 0.0))
+    np.testing.assert_array_equal(first, want.astype(np.float32))
 
 
 def test_gaussian_blur_per_sample_sigma_border_and_mask() -> None:

@@ -180,7 +180,8 @@ def test_erase_regions(image):
         image, anchor=(0.5, 0.5), shape=(0.2, 0.2), normalized=True, centered_anchor=True
     )
     ref = image.copy()
-    ref[round(18.5 - 3.7) : round(18.5 + 3.7), round(26.5 - 5.3) : round(26.5 + 5.3)] = 0
+    # both ends floored, as DALI: rows [14.8, 22.2) -> 14..21, columns [21.2, 31.8) -> 21..30
+    ref[14:22, 21:31] = 0
     np.testing.assert_array_equal(centred, ref)
     by_axes = erase(image, anchor=(6, 5), shape=(7, 4), axes=(1, 0))
     ref = image.copy()
@@ -199,3 +200,32 @@ def test_paste(image):
     assert paste(image, ratio=1.0, min_canvas_size=100, fill_value=0).shape == (100, 100, 3)
     with pytest.raises(ValueError):
         paste(image, ratio=0.5)
+
+
+def test_crop_anchor_is_computed_in_float32_as_dali():
+    # 0.7 * (56 - 21) = 24.5 (rounds to 25), but DALI holds 0.7 as the float32 0.69999999: 24
+    assert crop_window(56, 47, crop=(21, 25), crop_pos_x=0.3, crop_pos_y=0.7)[:2] == (24, 7)
+    image = np.arange(56 * 47, dtype=np.int32).reshape(56, 47)
+    out = crop(image, crop=(21, 25), crop_pos_x=0.3, crop_pos_y=0.7)
+    np.testing.assert_array_equal(out, image[24:45, 7:32])
+    # exact halves still round up: 0.5 * (11 - 4) = 3.5 is exact in float32
+    assert crop_window(11, 11, crop=(4, 4))[:2] == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "shape", "centered", "rows"),
+    [
+        (10.5, 5.5, False, (10, 16)),  # [10.5, 16.0): both ends floored
+        (10.4, 5.2, False, (10, 15)),
+        (10.0, 5.0, True, (7, 12)),  # centred: [7.5, 12.5)
+        (10.5, 5.0, True, (8, 13)),
+    ],
+)
+def test_erase_floors_region_ends_as_dali(anchor, shape, centered, rows):
+    image = np.zeros((30, 4), np.uint8)
+    out = erase(
+        image, anchor=(anchor,), shape=(shape,), axes=(0,), fill_value=1, centered_anchor=centered
+    )
+    want = np.zeros_like(image)
+    want[rows[0] : rows[1]] = 1
+    np.testing.assert_array_equal(out, want)

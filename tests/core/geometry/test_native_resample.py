@@ -8,6 +8,7 @@ fallback (no compiled kernel) is checked too.
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 from PIL import Image
@@ -112,8 +113,11 @@ def test_pillow_fallback_without_the_kernel(monkeypatch, channels):
     with_kernel = resize(image, size=(17, 29))
     monkeypatch.setattr(resize_kernels, "_native_resample", None)
     without = resize(image, size=(17, 29))
-    ref = np.asarray(
-        Image.fromarray(image[:, :, 0] if channels == 1 else image).resize((29, 17), Image.BILINEAR)
-    ).reshape(17, 29, channels)
+    # Pillow over edge-replicated borders (taps past the edge read the edge pixel, as DALI's)
+    padded = cv2.copyMakeBorder(image, 8, 8, 8, 8, cv2.BORDER_REPLICATE)
+    padded = padded.reshape(37 + 16, 53 + 16, channels)
+    source = Image.fromarray(padded[:, :, 0] if channels == 1 else padded)
+    resized = source.resize((29, 17), Image.BILINEAR, box=(8, 8, 8 + 53, 8 + 37))
+    ref = np.asarray(resized).reshape(17, 29, channels)
     np.testing.assert_array_equal(without, ref)  # Pillow itself
     assert np.abs(with_kernel.astype(int) - without.astype(int)).max() <= 1

@@ -39,6 +39,20 @@ def pillow_float(image: np.ndarray, out_hw, filt, box=None) -> np.ndarray:
     return np.stack(planes, axis=-1)
 
 
+PAD = 32  # past every filter's reach in these tests (lanczos3 at 7x: 23 pixels)
+
+
+def replicated(image: np.ndarray) -> np.ndarray:
+    """``image`` with its edge pixels repeated PAD times on every side (DALI clamps taps)."""
+    out = cv2.copyMakeBorder(image, PAD, PAD, PAD, PAD, cv2.BORDER_REPLICATE)
+    return out.reshape(image.shape[0] + 2 * PAD, image.shape[1] + 2 * PAD, *image.shape[2:])
+
+
+def whole(image: np.ndarray) -> tuple[int, int, int, int]:
+    """Pillow's box (x0, y0, x1, y1) of the original image inside ``replicated(image)``."""
+    return (PAD, PAD, PAD + image.shape[1], PAD + image.shape[0])
+
+
 # ---------------------------------------------------------------- output-size rules
 
 # (in_h, in_w, args, expected (out_h, out_w)); examples from DALI's documentation first
@@ -145,7 +159,9 @@ def test_float_parity_with_pillow(out_hw, filt):
     # Pillow's float mode is the antialiased filter in double precision: the reference
     image = noise(37, 53, 3).astype(np.float32)
     ours = resize(image, size=out_hw, interp_type=filt)
-    ref = pillow_float(image, out_hw, PIL_FILTERS[filt])
+    # DALI reads a tap past the edge as the edge pixel; Pillow drops it: compare over
+    # replicated edges, where the two agree
+    ref = pillow_float(replicated(image), out_hw, PIL_FILTERS[filt], box=whole(image))
     assert ours.dtype == np.float32 and ours.shape == (*out_hw, 3)
     np.testing.assert_allclose(ours, ref, atol=2e-3)  # float32 accumulation
 
@@ -155,11 +171,14 @@ def test_float_parity_with_pillow(out_hw, filt):
 def test_uint8_bilinear_antialias_parity_with_pillow(channels, out_hw):
     image = noise(37, 53, channels, seed=channels)
     ours = resize(image, size=out_hw)
-    pil = Image.fromarray(image[:, :, 0] if channels == 1 else image, mode=None)
+    padded = replicated(image)
+    pil = Image.fromarray(padded[:, :, 0] if channels == 1 else padded, mode=None)
     if channels == 4:
         # RGBA would be alpha-premultiplied by Pillow; RGBX resizes all four bands alike
-        pil = Image.frombuffer("RGBX", (53, 37), image.tobytes(), "raw", "RGBX", 0, 1)
-    ref = np.asarray(pil.resize((out_hw[1], out_hw[0]), Image.BILINEAR)).reshape(*out_hw, channels)
+        size = (padded.shape[1], padded.shape[0])
+        pil = Image.frombuffer("RGBX", size, padded.tobytes(), "raw", "RGBX", 0, 1)
+    resized = pil.resize((out_hw[1], out_hw[0]), Image.BILINEAR, box=whole(image))
+    ref = np.asarray(resized).reshape(*out_hw, channels)
     # Pillow rounds its intermediate pass to 8 bits; we keep it in float: off by <= 1
     assert np.abs(ours.astype(int) - ref.astype(int)).max() <= 1
 
@@ -219,7 +238,7 @@ def test_min_and_mag_filters_are_chosen_per_axis():
     # y grows (mag_filter = nn), x shrinks (min_filter = linear)
     ours = resize(image, size=(74, 20), min_filter="linear", mag_filter="nn")
     rows = np.floor((np.arange(74) + 0.5) * 37 / 74).astype(int)
-    x_only = pillow_float(image[rows], (74, 20), Image.BILINEAR)
+    x_only = pillow_float(replicated(image[rows]), (74, 20), Image.BILINEAR, box=whole(image[rows]))
     np.testing.assert_allclose(ours, x_only, atol=2e-3)
 
 
@@ -261,3 +280,49 @@ def test_whole_pixel_roi_reads_the_pixels_around_it():
     ours = resize(image, size=(30, 40), roi_start=(10, 20), roi_end=(30, 40))
     ref = np.asarray(Image.fromarray(image).resize((40, 30), Image.BILINEAR, box=(20, 10, 40, 30)))
     assert np.abs(ours.astype(int) - ref.astype(int)).max() <= 1
+
+
+# ---------------------------------------------------------------- DALI's edge and rounding rules
+
+
+def triangle_clamped(row: np.ndarray, out_w: int) -> np.ndarray:
+    """Antialiased linear downscaling of a float row, taps past the edges clamped (DALI's)."""
+    in_w = row.shape[0]
+    scale = in_w / out_w
+    out = np.empty(out_w)
+    for x in range(out_w):
+        center = (x + 0.5) * scale
+        taps = np.arange(int(np.floor(center - scale)) - 1, int(np.ceil(center + scale)) + 1)
+        weights = np.maximum(0.0, 1.0 - np.abs(taps + 0.5 - center) / scale)
+        out[x] = weights @ row[np.clip(taps, 0, in_w - 1)] / weights.sum()
+    return out
+
+
+def test_downscaling_clamps_taps_past_the_edge():
+    # 7 -> 2 pixels: each output's triangle (radius 3.5) reaches past the image; the taps there
+    # read the edge pixel with their full weight instead of being dropped
+    row = np.array([0, 0, 0, 0, 0, 0, 255], np.float32)
+    got = resize(row.reshape(1, 7, 1), size=(1, 2))[0, :, 0]
+    want = triangle_clamped(row.astype(np.float64), 2)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    # written out: the right output's centre is 5.25; taps 2..8 weigh 3, 7, 11, 13, 9, 5, 1
+    # (in 14ths); 6 is the 255 pixel and 7, 8 read it again (Pillow would give 255 * 9/43)
+    assert abs(got[1] - 255 * (9 + 5 + 1) / 49) < 1e-3 and got[0] == 0
+    noisy = noise(1, 101, 3, seed=4).astype(np.float32)
+    got = resize(noisy, size=(1, 30))[0]
+    want = np.stack([triangle_clamped(noisy[0, :, c].astype(np.float64), 30) for c in range(3)], -1)
+    np.testing.assert_allclose(got, want, atol=1e-3)
+    # uint8 takes the compiled kernel / Pillow: the same sums, rounded
+    as_u8 = resize(noise(1, 101, 3, seed=4), size=(1, 30))[0]
+    assert np.abs(as_u8.astype(float) - np.floor(want + 0.5)).max() <= 1
+
+
+def test_nearest_rows_step_in_float32_as_dali():
+    # 8 -> 12 rows: row 10's centre is 7.0 exactly, but DALI adds the float32 step 2/3 ten
+    # times to 1/3 and lands just below 7: source row 6 (columns are computed directly)
+    column = (np.arange(8, dtype=np.uint8) * 10).reshape(8, 1, 1)
+    got = resize(column, resize_y=12, resize_x=1, interp_type="nn")[:, 0, 0]
+    np.testing.assert_array_equal(got, [0, 10, 10, 20, 30, 30, 40, 50, 50, 60, 60, 70])
+    row = (np.arange(8, dtype=np.uint8) * 10).reshape(1, 8, 1)
+    got = resize(row, resize_y=1, resize_x=12, interp_type="nn")[0, :, 0]
+    np.testing.assert_array_equal(got, [0, 10, 10, 20, 30, 30, 40, 50, 50, 60, 70, 70])

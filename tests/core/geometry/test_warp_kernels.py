@@ -214,3 +214,22 @@ def test_warp_with_transforms_rotation_equals_rotate():
     image = smooth_image()
     matrix = transforms.rotation(17.0, center=(53 / 2, 37 / 2))
     np.testing.assert_array_equal(warp_affine(image, matrix), rotate(image, 17.0, keep_size=True))
+
+
+@pytest.mark.parametrize(
+    ("angle", "expected"),
+    [(44.9, (70, 69)), (45, (69, 70)), (-45, (69, 70)), (135, (70, 69)), (225, (70, 69))],
+)
+def test_rotated_canvas_parity_at_45_degrees(angle, expected):
+    # 40 x 57 turned by 45 degrees: both extents 68.6 -> 69; DALI 2.4 gives the heights the
+    # parity of the input width (and back) at 45 and 315 degrees, its own at 135 and 225
+    assert rotated_canvas_size(40, 57, angle) == expected
+
+
+def test_nearest_takes_the_pixel_holding_the_source_point():
+    # a half-pixel shift puts every source point on a pixel boundary: DALI takes
+    # floor(M (p + 0.5)), the pixel to the right/below (OpenCV's rounding would take halves
+    # to even: 0, 2, 2, 4, 4)
+    image = np.arange(100, dtype=np.uint8).reshape(10, 10, 1)
+    out = warp_affine(image, [1.0, 0.0, 0.5, 0.0, 1.0, 0.5], size=(5, 5), interp_type="nn")
+    np.testing.assert_array_equal(out[..., 0], image[1:6, 1:6, 0])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tensor_helpers import run
 
-from chute import OperatorError, fn
+from chute import OperatorError, fn, types
 
 MIXED = [np.arange(6, dtype=np.float32).reshape(1, 2, 3), np.ones((1, 4, 3), np.float32)]
 
@@ -97,7 +97,7 @@ def test_cast_like_saturates():
     x = [np.array([-3.6, 2.5, 300.0], np.float32)]
     (out,) = run(lambda a, b: fn.cast_like(a, b), x, [np.zeros(1, np.uint8)])
     assert out.dtype == np.uint8
-    np.testing.assert_array_equal(out.at(0), [0, 2, 255])
+    np.testing.assert_array_equal(out.at(0), [0, 3, 255])  # halves away from zero, as DALI
 
 
 def test_per_frame_layouts():
@@ -188,3 +188,9 @@ def test_permute_batch_list_and_per_sample():
         run(lambda a: fn.permute_batch(a, indices=[0, 3, 1]), x)
     with pytest.raises(OperatorError, match="'indices' has 2 values"):
         run(lambda a: fn.permute_batch(a, indices=[0, 1]), x)
+
+
+def test_cast_rounds_halves_away_from_zero():
+    x = [np.array([-200.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 126.5, 200.0, 0.49999997], np.float32)]
+    (out,) = run(lambda a: fn.cast(a, dtype=types.INT8), x)
+    np.testing.assert_array_equal(out.at(0), [-128, -3, -2, -1, 1, 2, 3, 127, 127, 0])

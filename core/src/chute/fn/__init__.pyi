@@ -363,7 +363,7 @@ def color_space_conversion(
     bytes_per_sample_hint: int | Sequence[int] | None = ...,
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
-    """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 full range) and HSV (OpenCV's)."""
+    """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 limited range, as DALI) and HSV."""
 
 def color_twist(
     input: DataNode,

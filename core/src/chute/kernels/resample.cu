@@ -6,9 +6,10 @@
 // (ox' = out_w - 1 - ox when mirrored, oy' likewise for vertical flips), with Pillow's resampling filters: nearest,
 // triangle (linear) or Keys cubic (a = -0.5). When antialias is set and the window is
 // shrunk (scale > 1), the filter is stretched by the scale, so every source pixel under
-// the output pixel's footprint contributes (as Pillow and DALI do); taps that fall
-// outside the image are dropped and the weights renormalized. Output pixels whose sample
-// point lies outside the image get the fill value. Grid: (x tiles, y tiles, samples).
+// the output pixel's footprint contributes (as Pillow and DALI do); a tap that falls
+// outside the image reads the edge pixel with its full weight (DALI clamps the source
+// index, as the CPU backend does). Output pixels whose sample point lies outside the
+// image get the fill value. Grid: (x tiles, y tiles, samples).
 
 __device__ __forceinline__ float filter_weight(int interp, float x) {
     x = fabsf(x);
@@ -28,12 +29,14 @@ __device__ __forceinline__ void filter_taps(const SampleDesc& s, int interp, flo
     for (int y = y0; y < y1; ++y) {
         const float wy = filter_weight(interp, (y + 0.5f - cy) * inv_fy);
         if (wy == 0.f) continue;
-        const unsigned char* p = base + (long long)y * s.in_row_stride + x0 * C;
+        const int sy = min(max(y, 0), s.in_h - 1);  // taps past the edge read the edge
+        const unsigned char* row_ptr = base + (long long)sy * s.in_row_stride;
         float row[C];
 #pragma unroll
         for (int c = 0; c < C; ++c) row[c] = 0.f;
-        for (int x = x0; x < x1; ++x, p += C) {
+        for (int x = x0; x < x1; ++x) {
             const float wx = filter_weight(interp, (x + 0.5f - cx) * inv_fx);
+            const unsigned char* p = row_ptr + min(max(x, 0), s.in_w - 1) * C;
 #pragma unroll
             for (int c = 0; c < C; ++c) row[c] += wx * (float)p[c];
         }
@@ -83,10 +86,11 @@ extern "C" __global__ void resample_batch(const SampleDesc* __restrict__ samples
         const float fy = (antialias && scale_y > 1.f) ? scale_y : 1.f;
         const float fx = (antialias && scale_x > 1.f) ? scale_x : 1.f;
         const float inv_fy = 1.f / fy, inv_fx = 1.f / fx;
-        const int y0 = max((int)floorf(cy - support * fy + 0.5f), 0);
-        const int y1 = min((int)floorf(cy + support * fy + 0.5f), s.in_h);
-        const int x0 = max((int)floorf(cx - support * fx + 0.5f), 0);
-        const int x1 = min((int)floorf(cx + support * fx + 0.5f), s.in_w);
+        // the whole footprint: filter_taps clamps the taps that fall outside the image
+        const int y0 = (int)floorf(cy - support * fy + 0.5f);
+        const int y1 = (int)floorf(cy + support * fy + 0.5f);
+        const int x0 = (int)floorf(cx - support * fx + 0.5f);
+        const int x1 = (int)floorf(cx + support * fx + 0.5f);
         float wy_sum = 0.f, wx_sum = 0.f;
         for (int y = y0; y < y1; ++y) wy_sum += filter_weight(interp, (y + 0.5f - cy) * inv_fy);
         for (int x = x0; x < x1; ++x) wx_sum += filter_weight(interp, (x + 0.5f - cx) * inv_fx);

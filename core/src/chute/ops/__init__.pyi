@@ -482,7 +482,7 @@ class CoinFlip(Operator):
     ) -> DataNode: ...
 
 class ColorSpaceConversion(Operator):
-    """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 full range) and HSV (OpenCV's)."""
+    """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 limited range, as DALI) and HSV."""
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ def cast(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             1,
             dtype,
             compute_double=True,  # exact for every integer up to 32 bits
-            round_even=True,  # fn.cast rounds as np.rint
+            round_even=False,  # fn.cast rounds halves away from zero, as DALI
             whole=True,
             stream=ctx.stream,
         )
@@ -42,10 +42,13 @@ def cast(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
 
 
 def _convert(cp: Any, x: Any, dtype: np.dtype) -> Any:
-    """tensor_ops.convert on CuPy: round half to even and saturate into integer types."""
+    """tensor_ops.convert on CuPy: round half away from zero and saturate into integer types."""
     if dtype.kind in "iu" and x.dtype.kind == "f":
         info = np.iinfo(dtype)
-        return cp.clip(cp.rint(x), info.min, info.max).astype(dtype)
+        trunc = cp.trunc(x)
+        ties = cp.abs(x - trunc) == 0.5
+        rounded = cp.where(ties, trunc + cp.sign(x), cp.rint(x))
+        return cp.clip(rounded, info.min, info.max).astype(dtype)
     if dtype.kind in "iu" and x.dtype.kind in "iu" and not np.can_cast(x.dtype, dtype):
         info = np.iinfo(dtype)
         return cp.clip(x, info.min, info.max).astype(dtype)

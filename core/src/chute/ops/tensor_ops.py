@@ -38,11 +38,15 @@ class Cast(Operator):
 
 
 def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``x`` as ``dtype``: round to nearest and saturate when going from float to integer."""
+    """``x`` as ``dtype``: round half away from zero and saturate from float to integer (DALI's)."""
     dtype = np.dtype(dtype)
     if dtype.kind in "iu" and x.dtype.kind == "f":
         info = np.iinfo(dtype)
-        return np.clip(np.rint(x), info.min, info.max).astype(dtype)
+        rounded = np.rint(x)
+        ties = np.abs(x - np.trunc(x)) == 0.5
+        if ties.any():
+            rounded = np.where(ties, np.trunc(x) + np.sign(x), rounded)
+        return np.clip(rounded, info.min, info.max).astype(dtype)
     if dtype.kind in "iu" and x.dtype.kind in "iu":
         info = np.iinfo(dtype)
         if np.can_cast(x.dtype, dtype):

@@ -124,8 +124,9 @@ def crop_window_from_anchor(
         raise ValueError(f"crop size must be positive, got {crop_h}x{crop_w} (HxW)")
     if not (0.0 <= pos_x <= 1.0 and 0.0 <= pos_y <= 1.0):
         raise ValueError(f"crop_pos_x and crop_pos_y must lie in [0, 1], got {pos_x}, {pos_y}")
-    y0 = math.floor(pos_y * (height - crop_h) + 0.5)
-    x0 = math.floor(pos_x * (width - crop_w) + 0.5)
+    # DALI's position is a float32 (0.7 is 0.69999999): 0.7 * 35 gives 24.4999996, anchor 24
+    y0 = math.floor(float(np.float32(pos_y)) * (height - crop_h) + 0.5)
+    x0 = math.floor(float(np.float32(pos_x)) * (width - crop_w) + 0.5)
     return y0, x0, crop_h, crop_w
 
 

@@ -130,7 +130,7 @@ def brightness_contrast_params(
         [half_range(in_dtype) if v is None else float(v) for v in _objects(contrast_center, n)]
     )
     out_range = full_range(out_dtype)
-    norm = b * out_range / full_range(in_dtype)
+    norm = b  # no rescaling between types, as DALI
     gain = norm * c
     offset = shift * out_range + norm * (center - c * center)
     return gain, offset

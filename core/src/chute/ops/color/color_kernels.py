@@ -5,12 +5,12 @@ Semantics (chosen to match DALI's documented behaviour; each one is a per-pixel 
 * ``brightness_contrast`` (and ``brightness``, ``contrast``)::
 
       out = brightness_shift * full_range(out_type)
-            + brightness * (full_range(out_type) / full_range(in_type))
-              * (contrast_center + contrast * (in - contrast_center))
+            + brightness * (contrast_center + contrast * (in - contrast_center))
 
-  ``full_range`` is the max of an integer type and 1 for floats, so uint8 -> float32 lands in
-  [0, 1] as in DALI; ``contrast_center`` is in input units and defaults to the input type's
-  mid-gray (128 for uint8, 0.5 for floats). Every channel is treated alike.
+  ``full_range`` is the max of an integer type and 1 for floats. Values are not rescaled
+  between types (as in DALI 2.4: uint8 -> float32 keeps 0..255); ``contrast_center`` is in
+  input units and defaults to the input type's mid-gray (128 for uint8, 0.5 for floats).
+  Every channel is treated alike.
 * ``color_twist`` / ``hsv`` / ``hue`` / ``saturation``: a 3x3 color matrix in raw input units
   (no range rescaling, as in DALI). Hue and saturation act in YIQ space (NTSC coefficients):
   hue rotates the (I, Q) chroma plane by ``hue`` degrees, saturation scales it, ``value``
@@ -141,7 +141,7 @@ def brightness_contrast(
     out_dtype = _out_dtype(image, dtype)
     center = half_range(image.dtype) if contrast_center is None else float(contrast_center)
     out_range = full_range(out_dtype)
-    norm = float(brightness) * out_range / full_range(image.dtype)
+    norm = float(brightness)
     gain = norm * float(contrast)
     offset = float(brightness_shift) * out_range + norm * (center - float(contrast) * center)
     return _affine_per_channel(image, gain, offset, out_dtype)

@@ -212,9 +212,9 @@ _CONTRAST_CENTER = Arg(
 class BrightnessContrast(_AffineColorOp):
     """Adjusts brightness and contrast.
 
-    ``out = brightness_shift * out_range + brightness * (out_range / in_range) *
-    (contrast_center + contrast * (in - contrast_center))``, where a range is the type's max
-    for integers and 1 for floats.
+    ``out = brightness_shift * out_range + brightness * (contrast_center + contrast *
+    (in - contrast_center))``, where ``out_range`` is the output type's max for integers and 1
+    for floats; values are not rescaled between types (uint8 -> float keeps 0..255), as DALI.
     """
 
     schema = Schema(
@@ -267,7 +267,7 @@ class Contrast(_AffineColorOp):
 
 @register
 class ColorSpaceConversion(Operator):
-    """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 full range) and HSV (OpenCV's)."""
+    """Converts HWC images between RGB, BGR, GRAY, YCbCr (BT.601 limited range, as DALI) and HSV."""
 
     schema = Schema(
         name="color_space_conversion",
@@ -324,7 +324,13 @@ class LookupTable(Operator):
             Arg("keys", "int_list", (), "Input values to map."),
             Arg("values", "float_list", (), "Output value for each key."),
             Arg("default_value", "float", 0.0, "Output for values not in keys."),
-            Arg("dtype", "dtype", np.dtype(np.uint8), "Output data type.", per_sample=False),
+            Arg(
+                "dtype",
+                "dtype",
+                np.dtype(np.float32),
+                "Output data type (DALI 2.4's default: FLOAT).",
+                per_sample=False,
+            ),
         ),
     )
 

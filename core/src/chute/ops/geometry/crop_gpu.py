@@ -155,6 +155,8 @@ def crop_plan(
         raise ValueError(
             f"sample {i}: crop_pos_x/crop_pos_y must lie in [0, 1], got {px[i]}, {py[i]}"
         )
+    # DALI holds the positions as float32 (0.7 is 0.69999999), as crop_kernels.crop_window
+    px, py = px.astype(np.float32).astype(np.float64), py.astype(np.float32).astype(np.float64)
     if rounding == "round":
         y0, x0 = round_half_away(py * (in_h - h)), round_half_away(px * (in_w - w))
     elif rounding == "truncate":

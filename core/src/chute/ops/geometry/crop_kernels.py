@@ -155,8 +155,9 @@ def crop_window(
         raise ValueError(
             f"crop_pos_x/crop_pos_y must lie in [0, 1], got {crop_pos_x}, {crop_pos_y}"
         )
-    y0 = _to_int(crop_pos_y * (in_h - h), rounding)
-    x0 = _to_int(crop_pos_x * (in_w - w), rounding)
+    # DALI's position is a float32 (0.7 is 0.69999999): 0.7 * 35 gives 24.4999996, anchor 24
+    y0 = _to_int(float(np.float32(crop_pos_y)) * (in_h - h), rounding)
+    x0 = _to_int(float(np.float32(crop_pos_x)) * (in_w - w), rounding)
     return y0, x0, h, w
 
 
@@ -382,8 +383,9 @@ def erase(
             size = size * image.shape[a] if normalized_shape else size
             if centered_anchor:
                 begin -= size / 2
-            lo = min(max(round_half_away(begin), 0), image.shape[a])
-            hi = min(max(round_half_away(begin + size), lo), image.shape[a])
+            # DALI floors both ends: [10.5, 16.0) covers 10..15, [7.5, 12.5) covers 7..11
+            lo = min(max(math.floor(begin), 0), image.shape[a])
+            hi = min(max(math.floor(begin + size), lo), image.shape[a])
             index[a] = slice(lo, hi)
         out[tuple(index)] = fill
     return out

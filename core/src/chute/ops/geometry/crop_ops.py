@@ -253,7 +253,11 @@ class Flip(Operator):
 @register
 class Pad(LayoutAware):
     """Pads the end of the chosen axes to the batch's largest extent (or ``shape``), rounded up
-    to a multiple of ``align``; new elements take ``fill_value`` or follow ``border``."""
+    to a multiple of ``align``; new elements take ``fill_value`` or follow ``border``.
+
+    A ``fill_value`` outside the output type's range saturates (-1 into uint8 gives 0); DALI
+    2.4 converts it unchecked (255 on x86), a deliberate difference (docs/parity.md).
+    """
 
     kind = "batch"
     schema = Schema(

@@ -2,15 +2,20 @@
 
 Filters (``interp_type`` / ``min_filter`` / ``mag_filter``):
 
-- ``"nn"``: the input pixel containing the output pixel's centre.
+- ``"nn"``: the input pixel containing the output pixel's centre, the centres computed in
+  float32 as DALI does (rows by a running sum of the step), so the same source pixel is
+  picked next to a boundary.
 - ``"linear"`` (and ``"triangular"``, its DALI alias): bilinear; when downscaling with
-  ``antialias=True`` the triangle is stretched by the scale factor, which equals
-  Pillow's antialiased ``BILINEAR`` resize.
+  ``antialias=True`` the triangle is stretched by the scale factor (Pillow's antialiased
+  ``BILINEAR`` weights).
 - ``"cubic"`` (Keys, a = -0.5) and ``"lanczos3"``: with ``antialias=True`` their
   support is stretched when downscaling too, as Pillow's ``BICUBIC`` / ``LANCZOS``.
-  (DALI keeps their support fixed even with antialiasing; pass ``antialias=False``
-  for that behaviour.)
 - ``"gaussian"``: DALI's Gaussian, sigma = radius / (2 sqrt 2), radius = max(scale, 1).
+
+At the image edges a filter tap that falls outside reads the edge pixel with its full
+weight (DALI clamps the source index; Pillow would drop the tap and renormalise): the image
+is edge-replicated as far as the filter reaches. uint8 results are within 1 of DALI 2.4's
+CPU operator (docs/parity.md).
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ _MIN_ROI = 1e-3
 # written to match it), for these filters. The engine's NumPy blocks hold the GIL
 # between many small products and do not scale with threads.
 _NATIVE_FILTERS = ("linear", "cubic", "lanczos3", "gaussian")
+# how far each filter reaches (in input pixels, times the downscaling factor)
+_FILTER_REACH = {"linear": 1.0, "cubic": 2.0, "lanczos3": 3.0, "gaussian": 2.0}
 _PILLOW_FILTERS = {"linear": Image.BILINEAR, "cubic": Image.BICUBIC, "lanczos3": Image.LANCZOS}
 
 
@@ -242,7 +249,7 @@ def resample_plan(
     (y0, y1), (x0, x1) = plan.roi_y, plan.roi_x
     out_dtype = np.dtype(dtype) if dtype is not None else hwc.dtype
     if filters == ("nn", "nn"):
-        rows = _nearest_index(in_h, plan.out_h, y0, y1)
+        rows = _nearest_index(in_h, plan.out_h, y0, y1, accumulate=True)
         cols = _nearest_index(in_w, plan.out_w, x0, x1)
         out = hwc.take(rows, axis=0).take(cols, axis=1)
         out = out.astype(out_dtype, copy=False)
@@ -264,6 +271,7 @@ def resample_plan(
         if flip_y or flip_x:
             out = np.ascontiguousarray(out[:: -1 if flip_y else 1, :: -1 if flip_x else 1])
         return out[:, :, 0] if squeeze else out
+    hwc, plan = _pad_edges(hwc, plan, filters)
     if (
         _native_resample is not None
         and hwc.dtype == np.uint8
@@ -289,8 +297,8 @@ def resample_plan(
     ):
         out = _pillow_resize(hwc, plan, _PILLOW_FILTERS[filters[0]])
         return out[:, :, 0] if squeeze else out
-    return resample(
-        image,
+    out = resample(
+        hwc,
         plan.out_h,
         plan.out_w,
         roi_y=plan.roi_y,
@@ -300,6 +308,41 @@ def resample_plan(
         antialias=antialias,
         dtype=out_dtype,
     )
+    return out[:, :, 0] if squeeze else out
+
+
+def _pad_edges(
+    hwc: np.ndarray, plan: ResizePlan, filters: tuple[str, str]
+) -> tuple[np.ndarray, ResizePlan]:
+    """Replicate the edge pixels past the image as far as the filters reach, shifting the region.
+
+    DALI clamps a filter tap that falls outside the image to the edge pixel (the tap keeps its
+    weight); the engines here drop such taps and renormalise. Over replicated edges the two
+    agree: a tap outside the image reads the edge pixel either way.
+    """
+    in_h, in_w = hwc.shape[:2]
+    pads = []
+    axes = ((plan.roi_y, in_h, plan.out_h, filters[0]), (plan.roi_x, in_w, plan.out_w, filters[1]))
+    for (a, b), extent, out_size, name in axes:
+        if name == "nn":
+            pads.append(0)
+            continue
+        scale = max(abs(b - a) / max(1, out_size), 1.0)
+        reach = _FILTER_REACH.get(name, 3.0) * scale + 2.0
+        low, high = min(a, b) - reach, max(a, b) + reach
+        pads.append(math.ceil(reach) if low < 0 or high > extent else 0)
+    pad_y, pad_x = pads
+    if not (pad_y or pad_x):
+        return hwc, plan
+    padded = cv2.copyMakeBorder(hwc, pad_y, pad_y, pad_x, pad_x, cv2.BORDER_REPLICATE)
+    padded = padded.reshape(in_h + 2 * pad_y, in_w + 2 * pad_x, hwc.shape[2])
+    shifted = ResizePlan(
+        plan.out_h,
+        plan.out_w,
+        (plan.roi_y[0] + pad_y, plan.roi_y[1] + pad_y),
+        (plan.roi_x[0] + pad_x, plan.roi_x[1] + pad_x),
+    )
+    return padded, shifted
 
 
 def _pillow_resize(hwc: np.ndarray, plan: ResizePlan, resample_filter: int) -> np.ndarray:
@@ -314,8 +357,23 @@ def _pillow_resize(hwc: np.ndarray, plan: ResizePlan, resample_filter: int) -> n
     return np.array(out[:: -1 if y0 > y1 else 1, :: -1 if x0 > x1 else 1])
 
 
-def _nearest_index(in_size: int, out_size: int, lo: float, hi: float) -> np.ndarray:
-    centers = lo + (np.arange(out_size) + 0.5) * ((hi - lo) / out_size)
+def _nearest_index(
+    in_size: int, out_size: int, lo: float, hi: float, accumulate: bool = False
+) -> np.ndarray:
+    """Source index per output pixel: the pixel holding its centre, in DALI's float32 steps.
+
+    DALI computes column centres as ``lo + (x + 0.5) * step`` and row centres by adding
+    ``step`` to a running float32 sum (``accumulate``); the rounding of either picks another
+    source pixel near a boundary, so both are reproduced.
+    """
+    f32 = np.float32
+    step = f32((hi - lo) / out_size)
+    if accumulate and out_size:
+        steps = np.full(out_size, step, dtype=f32)
+        steps[0] = f32(lo) + f32(0.5) * step
+        centers = np.cumsum(steps, dtype=f32)
+    else:
+        centers = f32(lo) + (np.arange(out_size, dtype=f32) + f32(0.5)) * step
     return np.clip(np.floor(centers), 0, in_size - 1).astype(np.intp)
 
 

@@ -91,6 +91,22 @@ def warp_affine(
     mode = resolve_border(border, fill_value)
     flags = _CV_INTERP[interp_name(interp_type)] | cv2.WARP_INVERSE_MAP
     cv_matrix = to_opencv(m)
+    if interp_name(interp_type) == "nn":
+        # DALI takes the pixel holding M (p + 0.5), computed in float32 (OpenCV would round
+        # halves to even): sample those integer positions exactly
+        map_x, map_y = nearest_source(m, out_h, out_w)
+
+        def run(chunk: np.ndarray, fill: tuple) -> np.ndarray:
+            return cv2.remap(
+                chunk,
+                map_x,
+                map_y,
+                cv2.INTER_NEAREST,
+                borderMode=cv_border(mode),
+                borderValue=fill,
+            )
+
+        return cv_apply(image, run, fill_value)
 
     def run(chunk: np.ndarray, fill: tuple) -> np.ndarray:
         return cv2.warpAffine(
@@ -105,6 +121,27 @@ def warp_affine(
     return cv_apply(widen_unit_extents(image, mode), run, fill_value)
 
 
+def nearest_source(m: np.ndarray, out_h: int, out_w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer source (x, y) maps (float32) of an output->input affine ``m``, DALI's NN rule.
+
+    As DALI's CPU warp: each row starts at ``M (0.5, y + 0.5)`` and steps by the matrix's
+    first column in a running float32 sum; the source pixel is the floor.
+    """
+    f32 = np.float32
+    mm = m.astype(f32)
+    y = np.arange(out_h, dtype=f32)[:, None] + f32(0.5)
+    maps = []
+    for row in range(2):
+        steps = np.empty((out_h, max(out_w, 1)), dtype=f32)
+        steps[:] = mm[row, 0]
+        steps[:, :1] = (mm[row, 0] * f32(0.5) + mm[row, 1] * y) + mm[row, 2]
+        maps.append(np.floor(np.cumsum(steps, axis=1, dtype=f32))[:, :out_w])
+    src_x, src_y = maps
+    # far outside the image either way: keep the maps inside int range for OpenCV
+    limit = f32(1 << 20)
+    return np.clip(src_x, -limit, limit).astype(f32), np.clip(src_y, -limit, limit).astype(f32)
+
+
 def rotated_canvas_size(in_h: int, in_w: int, angle: float) -> tuple[int, int]:
     """Return the (H, W) that holds an image rotated by ``angle`` degrees, as DALI sizes it.
 
@@ -117,7 +154,12 @@ def rotated_canvas_size(in_h: int, in_w: int, angle: float) -> tuple[int, int]:
     eps = 1e-2
     out_w = math.ceil(c * in_w + s * in_h - eps)
     out_h = math.ceil(c * in_h + s * in_w - eps)
-    parity_w, parity_h = (in_w % 2, in_h % 2) if s <= c else (in_h % 2, in_w % 2)
+    own = s < c
+    if abs(s - c) < 1e-9:
+        # exactly 45 degrees off an axis: DALI 2.4 swaps the parities at 45 and 315 (mod 360)
+        # and keeps them at 135 and 225 (its float rounding; measured, not derived)
+        own = round(angle % 360.0) in (135, 225)
+    parity_w, parity_h = (in_w % 2, in_h % 2) if own else (in_h % 2, in_w % 2)
     out_w += (out_w % 2) ^ parity_w
     out_h += (out_h % 2) ^ parity_h
     return out_h, out_w

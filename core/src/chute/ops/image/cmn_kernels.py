@@ -68,7 +68,8 @@ class CropWindow:
 
 
 def _round(value: float) -> int:
-    return math.floor(value + 0.5)
+    """Round half away from zero, as DALI places crops (-6.5 -> -7, as fn.crop)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
 def crop_window(
@@ -84,7 +85,11 @@ def crop_window(
     cw = _round(crop_w) if crop_w else width
     if ch <= 0 or cw <= 0:
         raise ValueError(f"crop size must be positive, got {ch}x{cw}")
-    anchor = (_round(float(crop_pos_y) * (height - ch)), _round(float(crop_pos_x) * (width - cw)))
+    # DALI's position is a float32 (0.7 is 0.69999999): 0.7 * 35 gives 24.4999996, anchor 24
+    anchor = (
+        _round(float(np.float32(crop_pos_y)) * (height - ch)),
+        _round(float(np.float32(crop_pos_x)) * (width - cw)),
+    )
     return CropWindow(anchor, (ch, cw), image_hw)
 
 
