@@ -29,14 +29,15 @@ def folder(tmp_path_factory):
 
 
 def _read(folder, device, **kwargs):
-    @pipeline_def(batch_size=3, num_threads=2, device_id=0)
+    # one file a batch: a batch holds one dtype and ndim, and these files differ
+    @pipeline_def(batch_size=1, num_threads=2, device_id=0)
     def pipe():
         return fn.readers.numpy(file_root=str(folder), device=device, name="R", **kwargs)
 
     p = pipe()
     p.build()
     out = []
-    for _ in range(2):
+    for _ in range(6):
         (batch,) = p.run()
         for i in range(len(batch)):
             sample = batch.at(i)

@@ -77,6 +77,8 @@ def run_epoch(iterator, device) -> tuple[list[int], int]:
 
 def rank_main(rank: int, folder: str, gpu: bool) -> None:
     backend = "nccl" if gpu else "gloo"
+    if not gpu:  # CPU ranks, also on a machine with GPUs (before CUDA is first asked)
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     if gpu:
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))

@@ -204,7 +204,7 @@ def invert(data, _):
 def equalize(data, _):
     """Equalize the histogram of each channel (OpenCV's equalizeHist; PIL turns the
     cumulative histogram into its lookup table by a slightly different formula)."""
-    return fn.experimental.equalize(data)
+    return fn.equalize(data)
 
 
 @augmentation

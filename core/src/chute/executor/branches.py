@@ -126,7 +126,10 @@ class BranchRuns:
             )
         if device is None:
             return out
-        batch = type(device)(out, layout or "", device.stream, device.device_id)
+        from chute.tensors.gpu import TensorListGPU  # a plain batch: a subclass (decoded
+        # images) takes other constructor arguments
+
+        batch = TensorListGPU(out, layout or "", device.stream, device.device_id)
         return with_layout(batch, layout)
 
 
