@@ -55,6 +55,7 @@ TEST_DEPS = [
     "astropy>=5",  # tile-compressed FITS images (fn.experimental.readers.fits)
     "lz4>=4",
 ]
+DALI_PARITY = "nvidia-dali-cuda130==2.4.0"  # only in `nox -s dali_parity`, never a test dependency
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
 WHEEL_DEPS = ["build[uv]>=1.2", "pytest>=8", *FRAMEWORKS["torch"]]
 
@@ -144,6 +145,17 @@ def latest(session: nox.Session) -> None:
     session.install("--upgrade", "-e", "core", *TEST_DEPS)
     session.run("uv", "pip", "list")
     session.run("pytest", "-q", "tests/core", *session.posargs)
+
+
+@nox.session(default=False)
+def dali_parity(session: nox.Session) -> None:
+    """chute's operators beside DALI 2.4's CPU backend on the same inputs (tests/dali_parity).
+
+    Not in the default run: it installs DALI itself, whose CPU build runs without a GPU.
+    """
+    session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
+    session.install(DALI_PARITY)
+    session.run("pytest", "-q", "tests/dali_parity", *session.posargs)
 
 
 @nox.session
