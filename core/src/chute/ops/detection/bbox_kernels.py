@@ -176,14 +176,25 @@ def rotate_boxes(
 
 def volume(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Area (volume) of boxes; boxes with an end before their start have none."""
-    return np.prod(np.maximum(hi - lo, np.float32(0.0)), axis=-1)
+    extent = np.maximum(hi - lo, np.float32(0.0))
+    # the product over the few coordinates column by column (np.prod over a last axis of
+    # 2 or 3 is several times slower; the same multiplications in the same order)
+    out = extent[..., 0].copy()
+    for k in range(1, extent.shape[-1]):
+        out *= extent[..., k]
+    return out
 
 
 def intersection_volume(
     lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray, other_hi: np.ndarray
 ) -> np.ndarray:
     """Area of the intersection of boxes (broadcasting over leading dimensions)."""
-    return volume(np.maximum(lo, other_lo), np.minimum(hi, other_hi))
+    out = None
+    for k in range(lo.shape[-1]):
+        side = np.minimum(hi[..., k], other_hi[..., k]) - np.maximum(lo[..., k], other_lo[..., k])
+        side = np.maximum(side, np.float32(0.0))
+        out = side if out is None else out * side
+    return out
 
 
 def iou_matrix(
