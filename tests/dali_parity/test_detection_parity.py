@@ -351,3 +351,35 @@ def test_random_mask_pixel_single_foreground_pixel():
         masks.append(m)
     ours, theirs = _both(lambda fn, m: fn.segmentation.random_mask_pixel(m, foreground=1), [masks])
     _assert_same(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"to_start": (0.0, 0.0, 0.0, 0.0), "to_end": (2.0, 3.0, 4.0, 5.0)},  # boxes, 4-D
+        {"from_start": (0.1, 0.2, 0.3), "from_end": (0.5, 1.0, 0.9), "to_end": (2.0, 2.0, 2.0)},
+        {"from_start": (0.9, 0.1), "from_end": (0.1, 0.8), "absolute": True},
+        {"from_start": (0.1,), "from_end": (0.5,), "to_end": (4.0,)},
+        {},
+    ],
+)
+def test_transforms_crop_dimensions(kwargs):
+    """The COCO guide maps boxes with a 4-D transforms.crop: dimensions as DALI infers them."""
+    data = [_scalars([0, 1, 2, 3], np.int32)]
+    ours, theirs = _both(lambda fn, _: fn.transforms.crop(**kwargs), data)
+    _assert_same(ours, theirs)
+
+
+def test_slice_constant_and_integer_inputs():
+    """fn.slice(x, 1, 2, axes=[0]) (the guide's idiom): constants, integers absolute."""
+    rng = np.random.default_rng(11)
+    data = [[rng.uniform(0, 1, (5, 6)).astype(np.float32) for _ in range(BATCH)]]
+    ours, theirs = _both(
+        lambda fn, x: (
+            fn.slice(x, 1, 2, axes=[0]),
+            fn.slice(x, np.array([2, 1], np.int32), np.array([3, 4], np.int32)),
+            fn.slice(x, np.float32(0.2), np.float32(0.4), axes=[0]),
+        ),
+        data,
+    )
+    _assert_same(ours, theirs)
