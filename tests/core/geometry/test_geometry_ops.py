@@ -134,6 +134,19 @@ def test_slice_from_arguments_and_from_inputs():
         np.testing.assert_array_equal(by_names.at(i), image[2:12, 3:14])
 
 
+def test_slice_takes_constant_anchor_and_shape_inputs():
+    """As DALI: fn.slice(x, 0, 1, axes=[0]) with Python numbers as the anchor and shape."""
+    (rows, window) = _run(
+        lambda x: (
+            fn.slice(x, 2, 3, axes=[0]),
+            fn.slice(x, np.array([1, 4]), [5, 6], axis_names="HW"),
+        )
+    )
+    for i, image in enumerate(IMAGES):
+        np.testing.assert_array_equal(rows.at(i), image[2:5])
+        np.testing.assert_array_equal(window.at(i), image[1:6, 4:10])
+
+
 def test_flip_per_sample_flags_and_mask():
     horizontal = [1, 0, 1, 1]
     vertical = [0, 1, 1, 0]
@@ -267,6 +280,38 @@ def test_transforms_operators_compose_per_sample():
         )
     with pytest.raises(ValueError, match="exactly one"):
         _run(lambda x: fn.transforms.shear(shear=(1, 1), angles=(1, 1)))
+
+
+def test_transforms_crop_any_number_of_dimensions():
+    """As DALI 2.4 (its outputs written out): the longest argument sets the dimensions, one
+    value stands for every axis; 4 coordinates map boxes (DALI's COCO guide)."""
+    (boxes4, absolute3, one_d, default, boxes) = _run(
+        lambda x: (
+            fn.transforms.crop(to_start=(0.0, 0.0, 0.0, 0.0), to_end=(2.0, 3.0, 4.0, 5.0)),
+            fn.transforms.crop(
+                from_start=(0.1, 0.2, 0.3), from_end=(0.5, 1.0, 0.9),
+                to_start=(1.0, 1.0, 1.0), to_end=(2.0, 2.0, 2.0), absolute=True,
+            ),
+            fn.transforms.crop(from_start=(0.1,), from_end=(0.5,), to_end=(4.0,)),
+            fn.transforms.crop(),
+            fn.coord_transform(
+                fn.constant(fdata=[0.1, 0.2, 0.5, 0.6], shape=(1, 4)),
+                MT=fn.transforms.crop(to_end=(200.0, 100.0, 200.0, 100.0)),
+            ),
+        )
+    )  # fmt: skip
+    for i in range(BATCH):
+        np.testing.assert_allclose(
+            boxes4.at(i), np.hstack([np.diag([2.0, 3.0, 4.0, 5.0]), np.zeros((4, 1))])
+        )
+        np.testing.assert_allclose(
+            absolute3.at(i),
+            [[2.5, 0.0, 0.0, 0.75], [0.0, 1.25, 0.0, 0.75], [0.0, 0.0, 5 / 3, 0.5]],
+            atol=1e-6,
+        )
+        np.testing.assert_allclose(one_d.at(i), [[10.0, -1.0]], atol=1e-6)
+        np.testing.assert_allclose(default.at(i), [[1.0, 0.0]])
+        np.testing.assert_allclose(boxes.at(i), [[20.0, 20.0, 100.0, 60.0]], atol=1e-4)
 
 
 def test_coord_flip_and_coord_transform():

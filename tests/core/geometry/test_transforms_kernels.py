@@ -25,10 +25,12 @@ def test_builders_return_2x3_float32():
         T.scale(2.0),
         T.rotation(30),
         T.shear((0.1, 0.2)),
-        T.crop(),
+        T.crop((0, 0), (1, 1)),
         T.combine(T.scale(2), T.rotation(10)),
     ]:
         assert m.shape == (2, 3) and m.dtype == np.float32
+    # as DALI, crop's dimensions are its longest argument's: with none given, one
+    np.testing.assert_array_equal(T.crop(), [[1.0, 0.0]])
 
 
 def test_translation_scale_rotation_shear_formulas():

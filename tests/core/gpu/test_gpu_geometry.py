@@ -216,6 +216,22 @@ def test_gpu_pad_matches_cpu(border):
     assert len({g.shape for g in gpu}) == 1
 
 
+def test_gpu_paste_matches_cpu():
+    """fn.paste (GPU-only in DALI) against the CPU backend, with per-sample positions."""
+    images = _ragged()
+    n = len(images)
+    ratio = [np.array(r, np.float32) for r in (1.0, 1.5, 2.0, 3.0, 1.2)[:n]]
+    px = [np.array(v, np.float32) for v in (0.0, 0.3, 1.0, 0.5, 0.9)[:n]]
+
+    def make(x, src, dev):
+        return fn.paste(
+            dev(x), ratio=src["r"], paste_x=src["px"], paste_y=0.25, fill_value=(32, 64, 128)
+        )
+
+    (cpu,), (gpu,) = run_both(images, make, r=ratio, px=px)
+    assert_close(cpu, gpu)
+
+
 def test_gpu_pad_per_sample_shape_float():
     images = _ragged(3, np.float32)
     shapes = [np.array(s, np.int32) for s in ((40, -1), (10, 70), (-1, -1), (50, 50), (3, 3))]

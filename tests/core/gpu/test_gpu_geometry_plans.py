@@ -23,8 +23,8 @@ from geometry_images import random_matrices, smooth, warp_tolerance
 
 from chute.gpu.geometry_kernels import BORDER_CODES, gaussian_taps
 from chute.ops.geometry._border import BORDER_MODES
-from chute.ops.geometry.crop_gpu import crop_plan, pad_plan, window_fill
-from chute.ops.geometry.crop_kernels import border_index, crop, crop_window, pad
+from chute.ops.geometry.crop_gpu import crop_plan, pad_plan, paste_plan, window_fill
+from chute.ops.geometry.crop_kernels import border_index, crop, crop_window, pad, paste
 from chute.ops.geometry.warp_gpu import rotate_plan, warp_plan
 from chute.ops.geometry.warp_kernels import (
     rotate,
@@ -370,6 +370,29 @@ def test_pad_plan_reproduces_cpu_pad(border):
             assert tuple(padded[k]) == want.shape
             got = mirror_window(img, (0, 0), padded[k, :2], BORDER_CODES[border], fill[k], np.uint8)
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_paste_plan_reproduces_cpu_paste(dtype):
+    images = [*batch(3, dtype), smooth(5, 4, 3, 9, dtype)]
+    n = len(images)
+    hw = np.array([im.shape[:2] for im in images])
+    ratio, px, py = [1.0, 1.5, 2.0, 3.25, 1.7], [0.0, 0.3, 1.0, 0.5, 0.2], [1, 0.6, 0, 0.5, 0.9]
+    min_canvas = [0.0, 0.0, 150.0, 0.0, 0.0]
+    mask = np.array([True, True, True, False, True])
+    anchors, sizes = paste_plan(hw, ratio, px, py, min_canvas, mask)
+    fill = window_fill([(32.0, 64.0, 128.0)] * n, 3, False, dtype)
+    for k, img in enumerate(images):
+        if not mask[k]:  # masked out: the window is the image itself
+            assert tuple(anchors[k]) == (0, 0) and tuple(sizes[k]) == img.shape[:2]
+            continue
+        want = paste(img, ratio[k], (32, 64, 128), px[k], py[k], min_canvas[k])
+        got = mirror_window(img, anchors[k], sizes[k], BORDER_CODES["constant"], fill[k], dtype)
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="ratio"):
+        paste_plan(hw[:1], [0.5], [0.0], [0.0], [0.0], np.ones(1, bool))
+    with pytest.raises(ValueError, match="paste_x"):
+        paste_plan(hw[:1], [1.5], [1.5], [0.0], [0.0], np.ones(1, bool))
 
 
 @pytest.mark.parametrize("border", BORDERS)

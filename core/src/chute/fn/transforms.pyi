@@ -38,7 +38,7 @@ def crop(
     bytes_per_sample_hint: int | Sequence[int] | None = ...,
     on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,
 ) -> DataNode:
-    """Maps the box [from_start, from_end] onto [to_start, to_end] (points as (x, y))."""
+    """Maps the box [from_start, from_end] onto [to_start, to_end]; any number of dimensions"""
 
 def rotation(
     input: DataNode = ...,

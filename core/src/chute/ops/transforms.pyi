@@ -80,7 +80,7 @@ class CoordTransform(Operator):
     ) -> DataNode: ...
 
 class Crop(Operator):
-    """Maps the box [from_start, from_end] onto [to_start, to_end] (points as (x, y))."""
+    """Maps the box [from_start, from_end] onto [to_start, to_end]; any number of dimensions"""
 
     def __init__(
         self,

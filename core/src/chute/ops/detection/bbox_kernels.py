@@ -176,14 +176,25 @@ def rotate_boxes(
 
 def volume(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Area (volume) of boxes; boxes with an end before their start have none."""
-    return np.prod(np.maximum(hi - lo, np.float32(0.0)), axis=-1)
+    extent = np.maximum(hi - lo, np.float32(0.0))
+    # the product over the few coordinates column by column (np.prod over a last axis of
+    # 2 or 3 is several times slower; the same multiplications in the same order)
+    out = extent[..., 0].copy()
+    for k in range(1, extent.shape[-1]):
+        out *= extent[..., k]
+    return out
 
 
 def intersection_volume(
     lo: np.ndarray, hi: np.ndarray, other_lo: np.ndarray, other_hi: np.ndarray
 ) -> np.ndarray:
     """Area of the intersection of boxes (broadcasting over leading dimensions)."""
-    return volume(np.maximum(lo, other_lo), np.minimum(hi, other_hi))
+    out = None
+    for k in range(lo.shape[-1]):
+        side = np.minimum(hi[..., k], other_hi[..., k]) - np.maximum(lo[..., k], other_lo[..., k])
+        side = np.maximum(side, np.float32(0.0))
+        out = side if out is None else out * side
+    return out
 
 
 def iou_matrix(
@@ -200,8 +211,11 @@ def overlap_metric(
     crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray, kind: str
 ) -> np.ndarray:
     """Per box: IoU with the crop window (``"iou"``) or the fraction of its area inside it."""
-    if kind == "iou":
-        return iou_matrix(lo, hi, crop_lo[None], crop_hi[None])[:, 0]
+    if kind == "iou":  # iou_matrix against the one window, without its (n, 1) broadcasting
+        inter = intersection_volume(lo, hi, crop_lo, crop_hi)
+        union = volume(lo, hi) + volume(crop_lo, crop_hi) - inter
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(union > 0, inter / union, np.float32(0.0)).astype(np.float32)
     inter = intersection_volume(lo, hi, crop_lo[None], crop_hi[None])
     vol = volume(lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,9 +1,10 @@
-"""GPU backends of fn.crop, fn.pad and fn.flip.
+"""GPU backends of fn.crop, fn.pad, fn.paste and fn.flip.
 
 crop and pad: the plans (``crop_plan``, ``pad_plan``, ``window_fill``) are plain
 NumPy with the CPU backends' rules (crop_kernels), vectorized over the batch and
 testable without a GPU; one window launch (chute.gpu.geometry_kernels.window_batch)
 copies every sample's window, inventing the pixels outside it by border or fill.
+paste is the same launch: the canvas is a window that starts before the image.
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ from chute.ops.geometry._border import fill_tuple
 from chute.ops.geometry._op_common import default_layout, per_distinct
 from chute.ops.geometry.crop_kernels import axes_from
 
-__all__ = ["crop", "crop_plan", "flip", "pad", "pad_plan", "round_half_away", "window_fill"]
+__all__ = [
+    "crop",
+    "crop_plan",
+    "flip",
+    "pad",
+    "pad_plan",
+    "paste",
+    "paste_plan",
+    "round_half_away",
+    "window_fill",
+]
 
 
 def crop(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -80,6 +91,60 @@ def pad(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         ctx.stream,
     )
     return gpu_batch(out, batch.layout(), ctx)
+
+
+def paste(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
+    """fn.paste on the GPU: each canvas is a window from (-y0, -x0) filled outside the image."""
+    (batch,) = inputs
+    n = len(batch)
+    if n == 0:
+        return batch
+    images = describe_batch(batch)
+    mask = np.ones(n, bool)
+    if "mask" in op.schema.arg_index:
+        mask = np.asarray([bool(m) for m in args.column("mask")], bool).reshape(n)
+    anchors, out_hw = paste_plan(
+        images.shapes[:, :2],
+        args.column("ratio"),
+        args.column("paste_x"),
+        args.column("paste_y"),
+        args.column("min_canvas_size"),
+        mask,
+    )
+    fill = window_fill(args.column("fill_value"), images.channels, images.squeeze, images.dtype)
+    out = window_batch(
+        images, anchors, out_hw, BORDER_CODES["constant"], fill, images.dtype, ctx.stream
+    )
+    return gpu_batch(out, batch.layout() or "HWC", ctx)
+
+
+def paste_plan(
+    hw: np.ndarray,
+    ratio: Sequence[float],
+    paste_x: Sequence[float],
+    paste_y: Sequence[float],
+    min_canvas_size: Sequence[float],
+    mask: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 2) window anchors (y, x) and canvas sizes, with crop_kernels.paste's rules."""
+    hw = np.asarray(hw, np.int64).reshape(-1, 2)
+    n = len(hw)
+    anchors = np.zeros((n, 2), np.int64)
+    out_hw = hw.copy()
+    for i in range(n):  # a few scalars per sample: the plan, not the pixels
+        if not mask[i]:
+            continue
+        r, px, py = float(ratio[i]), float(paste_x[i]), float(paste_y[i])
+        if r < 1.0:
+            raise ValueError(f"ratio must be >= 1, got {r}")
+        if not (0.0 <= px <= 1.0 and 0.0 <= py <= 1.0):
+            raise ValueError(f"paste_x/paste_y must lie in [0, 1], got {px}, {py}")
+        h, w = int(hw[i, 0]), int(hw[i, 1])
+        out_h = max(int(r * h), int(min_canvas_size[i]))
+        out_w = max(int(r * w), int(min_canvas_size[i]))
+        anchors[i] = (-int(py * (out_h - h)), -int(px * (out_w - w)))
+        out_hw[i] = (out_h, out_w)
+    return anchors, out_hw
 
 
 def flip(op: Any, inputs: list, args: Any, ctx: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.graph.node import OpNode
+from chute.graph.node import DataNode, OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.geometry import crop_kernels
@@ -23,6 +23,7 @@ from chute.ops.geometry._op_common import (
     check_image,
     default_layout,
 )
+from chute.ops.tensors.constant_ops import as_node
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.registry import register
 
@@ -155,6 +156,12 @@ class Slice(LayoutAware):
         ),
     )
 
+    def convert_input(self, index: int, x: Any) -> DataNode:
+        # as DALI, the anchor and shape may be constants: fn.slice(shape, 0, 1, axes=[0])
+        if index == 0:
+            return super().convert_input(index, x)
+        return as_node(self.schema.display_name, x)
+
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
         spec = inputs[0]
         names = node.arg("axis_names")
@@ -170,7 +177,9 @@ class Slice(LayoutAware):
         layout = default_layout(data.ndim, ctx.state)
         if len(inputs) >= 3:
             anchor, extent = inputs[1], inputs[2]
-            rel_anchor, rel_extent = args["normalized_anchor"], args["normalized_shape"]
+            # as DALI: integer anchors and shapes are absolute whatever normalized_* say
+            rel_anchor = args["normalized_anchor"] and np.asarray(anchor).dtype.kind == "f"
+            rel_extent = args["normalized_shape"] and np.asarray(extent).dtype.kind == "f"
         else:
             chosen = crop_kernels.axes_from(data.ndim, axes, names, layout, (1, 0))
             anchor, extent = self._from_args(data.shape, chosen, args)
@@ -384,6 +393,7 @@ class Paste(Operator):
 
     schema = Schema(
         name="paste",
+        devices=("cpu", "gpu"),
         inputs=("input",),
         args=(
             Arg("ratio", "float", REQUIRED, "Canvas size / image size (>= 1)."),
@@ -415,3 +425,8 @@ class Paste(Operator):
             paste_y=args["paste_y"],
             min_canvas_size=args["min_canvas_size"],
         )
+
+    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
+        from chute.ops.geometry import crop_gpu
+
+        return crop_gpu.paste(self, inputs, args, ctx)

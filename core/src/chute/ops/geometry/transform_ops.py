@@ -121,14 +121,15 @@ class Shear(_Transform):
 
 @register
 class Crop(_Transform):
-    """Maps the box [from_start, from_end] onto [to_start, to_end] (points as (x, y))."""
+    """Maps the box [from_start, from_end] onto [to_start, to_end]; any number of dimensions
+    (the longest argument's, as DALI): boxes as 4 coordinates map as 4-D points."""
 
     schema = _transform_schema(
         "crop",
-        Arg("from_start", "float_list", (0.0, 0.0), "Source box start (x, y)."),
-        Arg("from_end", "float_list", (1.0, 1.0), "Source box end (x, y)."),
-        Arg("to_start", "float_list", (0.0, 0.0), "Destination box start (x, y)."),
-        Arg("to_end", "float_list", (1.0, 1.0), "Destination box end (x, y)."),
+        Arg("from_start", "float_list", (0.0,), "Source box start (one value: every axis)."),
+        Arg("from_end", "float_list", (1.0,), "Source box end (one value: every axis)."),
+        Arg("to_start", "float_list", (0.0,), "Destination box start (one value: every axis)."),
+        Arg("to_end", "float_list", (1.0,), "Destination box end (one value: every axis)."),
         Arg("absolute", "bool", False, "Swap starts and ends where start > end.", per_sample=False),
     )
 

@@ -99,22 +99,50 @@ def shear(
     return _finish(_about(np.array([[1.0, sx], [sy, 1.0]]), center), input_matrix, reverse_order)
 
 
+def _vec_n(value: np.ndarray, name: str, ndim: int) -> np.ndarray:
+    if value.size == 1:
+        return np.repeat(value, ndim)
+    if value.size != ndim:
+        raise ValueError(f"{name} must have 1 or {ndim} values, got {value.size}")
+    return value
+
+
+def _homogeneous_n(matrix: Any, ndim: int) -> np.ndarray:
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.ndim == 1 and m.size == ndim * (ndim + 1):
+        m = m.reshape(ndim, ndim + 1)
+    if m.shape == (ndim, ndim + 1):
+        m = np.vstack([m, np.eye(ndim + 1)[ndim]])
+    if m.shape != (ndim + 1, ndim + 1):
+        raise ValueError(f"expected a {ndim}x{ndim + 1} affine matrix, got shape {m.shape}")
+    return m
+
+
 def crop(
-    from_start: Any = (0.0, 0.0),
-    from_end: Any = (1.0, 1.0),
-    to_start: Any = (0.0, 0.0),
-    to_end: Any = (1.0, 1.0),
+    from_start: Any = (0.0,),
+    from_end: Any = (1.0,),
+    to_start: Any = (0.0,),
+    to_end: Any = (1.0,),
     absolute: bool = False,
     input_matrix: Any = None,
     reverse_order: bool = False,
 ) -> np.ndarray:
-    """Map the box ``[from_start, from_end]`` onto ``[to_start, to_end]`` (x, y per point).
+    """Map the box ``[from_start, from_end]`` onto ``[to_start, to_end]``: an (n, n+1) matrix.
 
-    With ``absolute``, start and end are swapped where start > end, so the box keeps
-    its orientation; otherwise a reversed box flips.
+    As DALI, the number of dimensions n is the longest of the four vectors (one value
+    stands for all dimensions) or the input matrix's; with ``absolute``, start and end are
+    swapped where start > end, so the box keeps its orientation; otherwise a reversed box
+    flips.
     """
-    f0, f1 = _vec2(from_start, "from_start"), _vec2(from_end, "from_end")
-    t0, t1 = _vec2(to_start, "to_start"), _vec2(to_end, "to_end")
+    names = ("from_start", "from_end", "to_start", "to_end")
+    values = [
+        np.asarray(v, dtype=np.float64).ravel() for v in (from_start, from_end, to_start, to_end)
+    ]
+    ndim = max(v.size for v in values)
+    if input_matrix is not None:
+        given = np.asarray(input_matrix)
+        ndim = max(ndim, given.shape[0] if given.ndim == 2 else 2)
+    f0, f1, t0, t1 = (_vec_n(v, name, ndim) for v, name in zip(values, names))
     if absolute:
         f0, f1 = np.minimum(f0, f1), np.maximum(f0, f1)
         t0, t1 = np.minimum(t0, t1), np.maximum(t0, t1)
@@ -122,10 +150,13 @@ def crop(
     if np.any(span == 0):
         raise ValueError("from_start and from_end must differ on every axis")
     s = (t1 - t0) / span
-    m = np.eye(3)
-    m[:2, :2] = np.diag(s)
-    m[:2, 2] = t0 - s * f0
-    return _finish(m, input_matrix, reverse_order)
+    m = np.eye(ndim + 1)
+    m[:ndim, :ndim] = np.diag(s)
+    m[:ndim, ndim] = t0 - s * f0
+    if input_matrix is not None:
+        previous = _homogeneous_n(input_matrix, ndim)
+        m = previous @ m if reverse_order else m @ previous
+    return m[:ndim].astype(np.float32)
 
 
 def combine(*matrices: Any, reverse_order: bool = False) -> np.ndarray:

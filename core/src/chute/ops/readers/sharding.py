@@ -29,10 +29,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Slot:
-    """One batch entry: the dataset index and whether it is a real sample (not a filler)."""
+    """One batch entry: the dataset index and whether it is a real sample (not a filler).
+
+    ``filler`` numbers the fillers of an epoch (1, 2, ...; 0 for a real sample), so that a
+    sample repeated to fill a batch draws its own random numbers.
+    """
 
     index: int
     real: bool
+    filler: int = 0
 
 
 @dataclass
@@ -99,11 +104,11 @@ class EpochPlan:
             if k < len(mine):
                 slots.append(Slot(int(mine[k]), True))
             elif len(mine) == 0:
-                slots.append(Slot(int(order[k % len(order)]), False))
+                slots.append(Slot(int(order[k % len(order)]), False, k + 1))
             elif self.pad_last_batch:
-                slots.append(Slot(int(mine[-1]), False))
+                slots.append(Slot(int(mine[-1]), False, k - len(mine) + 1))
             else:
-                slots.append(Slot(int(mine[k % len(mine)]), False))
+                slots.append(Slot(int(mine[k % len(mine)]), False, k - len(mine) + 1))
         return slots
 
     def meta(self) -> dict[str, int | bool]:
@@ -181,7 +186,8 @@ class ShardedSource:
                 "index": slot.index,
                 "real": slot.real,
                 "epoch": self.epoch,
-                "sample_key": (slot.index, self.epoch),
+                # a filler repeats a sample of this epoch: its own stream, not the sample's
+                "sample_key": (slot.index, self.epoch | (slot.filler << 32)),
                 "epoch_end": last,
             }
             for slot in slots
