@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chute.executor.refill import carry_problem
 from chute.graph.spec import Spec
 from chute.pipeline.checks import encode_checkpoint
 from chute.types import LastBatchPolicy
@@ -67,7 +68,8 @@ class PipelineState:
             return
         ex = self._executor
         epoch, iteration = ex.last_position
-        ex.restore(epoch, iteration, dict(ex.last_states))  # no work in flight while it changes
+        # no work in flight while it changes
+        ex.restore(epoch, iteration, dict(ex.last_states), ex.last_carry)
         reader.set_policy(policy)
 
     def seek_reader(self, reader_name: str, epoch: int) -> None:
@@ -86,13 +88,16 @@ class PipelineState:
         self.build()
         epoch, iteration = self._executor.last_position
         names = {n.id: n.name for n in self._plan.sources}
-        return {
+        state = {
             "version": STATE_VERSION,
             "batch_size": self.batch_size,
             "epoch": epoch,
             "iteration": iteration,
             "sources": {names[k]: v for k, v in self._executor.last_states.items()},
         }
+        if self._executor.last_carry:  # on_error skip: samples of the next batch delivered
+            state["carry"] = self._executor.last_carry
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue after the batch at which ``state_dict()`` was taken."""
@@ -105,7 +110,7 @@ class PipelineState:
                 f"load_state_dict: this pipeline has no sources named {sorted(missing)}"
             )
         states = {ids[k]: v for k, v in state["sources"].items()}
-        self._executor.restore(state["epoch"], state["iteration"], states)
+        self._executor.restore(state["epoch"], state["iteration"], states, state.get("carry"))
 
     def checkpoint(self, iterator_data: Any = None) -> str:
         """The pipeline's position as a string; ``Pipeline(checkpoint=...)`` continues from it.
@@ -182,6 +187,9 @@ def check_state(state: Any, batch_size: int) -> None:
             )
     if not isinstance(state["sources"], dict):
         raise TypeError("load_state_dict: field 'sources' must be a dict of source states")
+    problem = carry_problem(state.get("carry"))
+    if problem:
+        raise ValueError(f"load_state_dict: field 'carry' {problem}")
     saved = state.get("batch_size", batch_size)
     if saved != batch_size:
         raise ValueError(
