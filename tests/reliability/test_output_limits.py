@@ -140,3 +140,17 @@ def test_coord_transform_refuses_a_per_sample_nan(name):
     with pytest.raises(OperatorError, match=rf"sample 1 .*argument '{name}' must be finite"):
         p.run()
     p.close()
+
+
+@pytest.mark.gpu
+def test_gpu_resize_refuses_a_huge_output_before_allocating():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0, seed=0)
+    def pipe():
+        x = fn.external_source(source=images)
+        return fn.resize(x.gpu(), size=(100000, 100000))
+
+    p = pipe()
+    p.build()
+    with pytest.raises(OperatorError, match=r"fn.resize.*sample 0: argument 'size' asks for"):
+        p.run()
+    p.close()
