@@ -335,13 +335,24 @@ class Executor(BatchCompute):
         self._refill.restart(self.last_states)
 
     def restore(
-        self, epoch: int, iteration: int, states: dict[int, Any], carry: dict | None = None
+        self,
+        epoch: int,
+        iteration: int,
+        states: dict[int, Any],
+        carry: dict | None = None,
+        elastic: bool = False,
     ) -> None:
         """Continue from a checkpoint: the next batch is the one after ``states``;
-        ``carry`` (state_dict's, see refill.py) says which of its samples were delivered."""
+        ``carry`` (state_dict's, see refill.py) says which of its samples were delivered.
+        ``elastic``: the states were saved with another batch size or number of shards;
+        the readers share out what is left of the epoch (ShardedSource.restore_elastic)."""
         self._stop_threads()
         for node_id, state in states.items():
-            self.sources[node_id].restore(state)
+            source = self.sources[node_id]
+            if elastic and hasattr(source, "restore_elastic"):
+                iteration = source.restore_elastic(state)
+            else:
+                source.restore(state)
         self.epoch, self.iteration = epoch, iteration
         self._ended = False
         self._failed = None

@@ -99,10 +99,14 @@ class PipelineState:
             state["carry"] = self._executor.last_carry
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue after the batch at which ``state_dict()`` was taken."""
+    def load_state_dict(self, state: dict[str, Any], elastic: bool = False) -> None:
+        """Continue after the batch at which ``state_dict()`` was taken.
+
+        ``elastic=True`` accepts a state saved with another batch size or number of
+        shards (the same dataset and seed): the samples of the epoch that no shard had
+        read yet are shared among this setup's shards, and the epoch ends as usual."""
         self.build()
-        check_state(state, self.batch_size)
+        check_state(state, self.batch_size, elastic)
         ids = {n.name: n.id for n in self._plan.sources}
         missing = set(state["sources"]) - set(ids)
         if missing:
@@ -110,7 +114,9 @@ class PipelineState:
                 f"load_state_dict: this pipeline has no sources named {sorted(missing)}"
             )
         states = {ids[k]: v for k, v in state["sources"].items()}
-        self._executor.restore(state["epoch"], state["iteration"], states, state.get("carry"))
+        self._executor.restore(
+            state["epoch"], state["iteration"], states, state.get("carry"), elastic
+        )
 
     def checkpoint(self, iterator_data: Any = None) -> str:
         """The pipeline's position as a string; ``Pipeline(checkpoint=...)`` continues from it.
@@ -162,7 +168,7 @@ class PipelineState:
 STATE_VERSION = 1
 
 
-def check_state(state: Any, batch_size: int) -> None:
+def check_state(state: Any, batch_size: int, elastic: bool = False) -> None:
     """Refuse a state that is not what state_dict() gives, naming the field at fault."""
     if not isinstance(state, dict):
         raise TypeError(
@@ -190,8 +196,13 @@ def check_state(state: Any, batch_size: int) -> None:
     problem = carry_problem(state.get("carry"))
     if problem:
         raise ValueError(f"load_state_dict: field 'carry' {problem}")
+    if elastic and state.get("carry"):
+        raise ValueError(
+            "load_state_dict: an elastic resume cannot continue a state taken while "
+            "on_error='skip' was filling a batch (field 'carry'); take it at another batch"
+        )
     saved = state.get("batch_size", batch_size)
-    if saved != batch_size:
+    if saved != batch_size and not elastic:
         raise ValueError(
             f"load_state_dict: field 'batch_size' is {saved!r}, this pipeline's is {batch_size}"
         )
