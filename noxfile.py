@@ -142,6 +142,47 @@ def core(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """The full fuzz corpus (64 seeds, 2,100 mutants, fixed seed) through readers.file ->
+    decoders.image under on_error="skip", and the decoder fuzz tests (issue 30)."""
+    session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
+    env = {"CHUTE_FUZZ_MUTANTS": "2100"}
+    session.run(
+        "pytest",
+        "-q",
+        "tests/reliability/test_fuzz_pipeline.py",
+        "tests/core/errors/test_fuzz_decoders.py",
+        *session.posargs,
+        env=env,
+    )
+
+
+@nox.session(default=False)
+def atheris(session: nox.Session) -> None:
+    """Coverage-guided fuzzing (atheris) of the image header parsers and CPU decoders,
+    time-boxed: ``nox -s atheris -- -max_total_time=600`` for longer (default 120 s)."""
+    session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS, "atheris>=2.3")
+    args = session.posargs or ["-max_total_time=120"]
+    session.chdir(session.create_tmp())  # crash-*/timeout-* findings land here
+    script = str(ROOT / "tests" / "reliability" / "atheris_decoders.py")
+    session.run("python", script, "-timeout=10", "-rss_limit_mb=3000", *args)
+
+
+@nox.session(default=False)
+def soak(session: nox.Session) -> None:
+    """40 epochs of a skipping decode pipeline: RSS growth < 5%, threads and files flat."""
+    session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
+    session.run(
+        "pytest",
+        "-q",
+        "-s",
+        "tests/reliability/test_soak.py",
+        *session.posargs,
+        env={"CHUTE_SOAK_EPOCHS": "40"},
+    )
+
+
+@nox.session(default=False)
 def latest(session: nox.Session) -> None:
     """The engine's tests against the newest release of every dependency (no lock)."""
     session.install("--upgrade", "-e", "core", *TEST_DEPS)

@@ -154,3 +154,41 @@ def test_pipeline_runs_on_after_a_worker_died_between_batches():
     assert [int(doubled.at(i)[0]) for i in range(4)] == [8, 10, 12, 14]
     assert victim not in {int(pids.at(i)) for i in range(4)}
     assert _no_children_within(5, children) == []
+
+
+# ---- the same under "spawn": workers start fresh and get the callables pickled by name ----
+
+
+def test_killed_spawned_external_source_worker_is_an_error_naming_it():
+    import _death_helpers as helpers
+
+    @pipeline_def(batch_size=4, num_threads=1, seed=0, py_num_workers=2, py_start_method="spawn")
+    def pipe():
+        return fn.external_source(
+            source=helpers.kill_at_sample_6, batch=False, parallel=True, name="src"
+        )
+
+    children = _children()
+    p = pipe()
+    p.build()
+    (first,) = p.run()  # the spawned workers start (slowly) outside the deadline
+    assert [int(first.at(i)[0]) for i in range(4)] == [0, 1, 2, 3]
+    _check_death(p, 2, 6, children)
+
+
+def test_killed_spawned_python_function_worker_is_an_error_naming_it():
+    import _death_helpers as helpers
+
+    @pipeline_def(batch_size=4, num_threads=1, seed=0, py_num_workers=2, py_start_method="spawn")
+    def pipe():
+        x = fn.external_source(
+            source=lambda info: np.array([info.idx_in_epoch], np.int64), batch=False
+        )
+        return fn.python_function(x, function=helpers.kill_at_value_5, parallel=True)
+
+    children = _children()
+    p = pipe()
+    p.build()
+    (first,) = p.run()
+    assert [int(first.at(i)[0]) for i in range(4)] == [0, 2, 4, 6]
+    _check_death(p, 2, 1, children)  # the 6th sample is sample 1 of the second batch

@@ -101,12 +101,14 @@ def test_on_error_skip_inside_a_branch_replaces_the_sample_and_reports_it():
         batch_size=6, num_threads=1, device_id=None, seed=1, on_error="skip", exec_pipelined=False
     )
     x, y = p.run()
-    # sample 2 (x == 3) failed: its slot takes the next good sample, real ones come first
-    assert samples(x) == [1, 2, 4, 5, 6, 4]
-    assert samples(y) == [2, 20, 40, 10, 60, 40]
-    assert [e["reason"] for e in p.errors()] == ["ValueError: bad sample 3"]
-    assert p.errors()[0]["index"] == 2
-    assert [m.get("real", True) for m in x.meta] == [True] * 5 + [False]
+    # sample 2 (x == 3) failed: the source's next sample (1, of the next batch) fills
+    # its place (issue 30: skip draws further samples)
+    assert samples(x) == [1, 2, 4, 5, 6, 1]
+    assert samples(y) == [2, 20, 40, 10, 60, 2]
+    # the next batch gave a sample: its own failure (x == 3 again) is reported with it
+    assert [e["reason"] for e in p.errors()] == ["ValueError: bad sample 3"] * 2
+    assert [(e["index"], e["iteration"]) for e in p.errors()] == [(2, 0), (2, 1)]
+    assert [m.get("real", True) for m in x.meta] == [True] * 6
 
 
 def test_gpu_operators_in_branches_fall_back_to_the_cpu(images):

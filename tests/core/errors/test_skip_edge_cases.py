@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from _bad_corpus import encode, rgb
 
-from chute import Iterator, LastBatchPolicy, OperatorError, fn, pipeline_def
+from chute import Iterator, LastBatchPolicy, fn, pipeline_def
 
 
 @pytest.fixture
@@ -38,7 +38,9 @@ def make_pipe(files, on_error="skip", **kw):
 
 
 @pytest.mark.parametrize("policy", [LastBatchPolicy.PARTIAL, LastBatchPolicy.FILL])
-def test_a_batch_with_only_bad_samples_is_delivered_empty(files, policy):
+def test_a_batch_with_only_bad_samples_is_filled_with_later_samples(files, policy):
+    # issue 30 item 2: the bad batch's places go to good4..5; the epoch keeps its three
+    # batches (len() holds) and the places given up show in its last batch.
     p = make_pipe(files)
     it = Iterator(p, ["image", "path"], reader_name="R", last_batch_policy=policy)
     reals, seen = [], []
@@ -46,17 +48,31 @@ def test_a_batch_with_only_bad_samples_is_delivered_empty(files, policy):
         reals.append(b.real)
         assert len(b["image"]) == (4 if policy is LastBatchPolicy.FILL else b.real)
         seen += [str(b["path"].at(k)) for k in range(b.real)]
-    assert reals == [4, 0, 2]
+    assert reals == [4, 2, 0]
     assert seen == [f for f in files if os.path.basename(f).startswith("good")]
     assert sorted(e["path"] for e in p.errors()) == bad_of(files)
     p.close()
 
 
-def test_first_batch_with_only_bad_samples_still_raises(files):
-    # Nothing good has been seen yet to pad the batch with.
+def test_first_batch_with_only_bad_samples_is_filled_with_later_samples(files):
+    # Nothing good has been seen yet to pad the batch with: before issue 30 this raised.
+    p = make_pipe(files[4:])
+    it = Iterator(p, ["image", "path"], reader_name="R", last_batch_policy=LastBatchPolicy.PARTIAL)
+    batches = [([str(b["path"].at(k)) for k in range(b.real)]) for (b,) in it]
+    assert batches == [files[8:], []]
+    assert sorted(e["path"] for e in p.errors()) == bad_of(files)
+    p.close()
+
+
+@pytest.mark.parametrize("iterator", [False, True])
+def test_an_epoch_of_only_bad_samples_is_a_clear_error(files, iterator):
     p = make_pipe(files[4:8])
-    with pytest.raises(OperatorError, match="every sample of the batch failed"):
-        p.run()
+    with pytest.raises(RuntimeError, match="every sample of the epoch failed .4 skipped"):
+        if iterator:
+            next(iter(Iterator(p, ["image", "path"], reader_name="R")))
+        else:
+            p.run()
+    assert sorted(e["path"] for e in p.errors()) == bad_of(files)
     p.close()
 
 

@@ -17,7 +17,7 @@ from chute.executor.branches import BranchRuns, SubBatch, batch_index, defer_fai
 from chute.executor.lanes import current_lane
 from chute.executor.plan import Step
 from chute.executor.run_node import BatchWhere, run_node, run_sample, with_layout
-from chute.executor.skips import replace_bad_samples
+from chute.executor.skips import AllFailed, replace_bad_samples
 from chute.graph.node import DataNode, OpNode
 from chute.runtime.dense import BatchSlots
 from chute.runtime.errors import OperatorError
@@ -32,7 +32,15 @@ __all__ = ["BatchCompute"]
 class BatchCompute:
     """Runs the steps of the plan over one source batch (a mixin of Executor)."""
 
-    def compute(self, batch: SourceBatch) -> list[Any]:
+    def compute(self, batch: SourceBatch) -> list[Any] | None:
+        """The batch's outputs; None when every sample failed under on_error skip/warn."""
+        try:
+            return self._compute(batch)
+        except AllFailed:
+            batch.values = {}
+            return None
+
+    def _compute(self, batch: SourceBatch) -> list[Any]:
         values = dict(batch.values)
         dense: dict[int, np.ndarray] = {}  # node id -> its output as one batch array
         with self._lanes_lock:

@@ -21,6 +21,7 @@ from typing import Any
 from chute.executor.compute import BatchCompute
 from chute.executor.lanes import NoLock, Sequencer, lane_count, set_current_lane
 from chute.executor.plan import Plan
+from chute.executor.refill import NothingLeft, Refill
 from chute.executor.run_node import check_batch_size, read_source, with_layout
 from chute.executor.stats import ExecutorStats
 from chute.runtime.workers import WorkerPool
@@ -47,6 +48,10 @@ class SourceBatch:
     # Samples that failed inside a conditional's branch (on_error skip/warn), by their
     # index in the batch: replaced once the batch is computed (executor/branches.py).
     branch_failures: dict[int, Any] = field(default_factory=dict)
+    # Samples the reader marked real (the rest pad a shard's end); -1: all of them.
+    real_read: int = -1
+    # The reader epoch of each sample as read (a skip's filler brings another's meta).
+    epochs_read: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -130,6 +135,13 @@ class Executor(BatchCompute):
         }
         self.last_meta: list[dict] = []
         self.last_position = (0, 0)
+        # on_error skip/warn: failed places are filled with later samples (refill.py);
+        # last_carry is what a checkpoint needs besides the source states.
+        fed = any(
+            getattr(n.op, "feedable", False) and n.arg("source") is None for n in plan.sources
+        )
+        self._refill = Refill(self.last_states, enabled=not fed)
+        self.last_carry: dict | None = None
 
     # ---- reader stage --------------------------------------------------------------------
     def read(self) -> SourceBatch:
@@ -160,6 +172,8 @@ class Executor(BatchCompute):
         batch = SourceBatch(
             self.epoch, self.iteration, size, values, meta or [{} for _ in range(size)], states
         )
+        batch.real_read = sum(1 for m in batch.meta[:size] if m.get("real", True))
+        batch.epochs_read = [m.get("epoch", self.epoch) for m in batch.meta[:size]]
         self.iteration += 1
         return batch
 
@@ -170,41 +184,65 @@ class Executor(BatchCompute):
             raise RuntimeError(
                 f"the pipeline stopped after an error: {self._failed}"
             ) from self._failed
-        if self._ended:
-            raise StopIteration
+        refill = self._refill
+        while True:
+            if refill.held():
+                try:
+                    ready = refill.emit(self._ended)
+                except NothingLeft as exc:
+                    self._failed = exc
+                    self._report(exc.reports)
+                    raise
+                if ready is not None:
+                    return self._deliver(*ready)
+            if self._ended:
+                raise StopIteration
+            computed = self._next_computed()
+            if computed is None:
+                self._ended = True
+                try:
+                    refill.check_epoch()
+                except NothingLeft as exc:
+                    self._failed = exc
+                    self._report(exc.reports)
+                    raise
+                continue
+            refill.feed(*computed)
+
+    def _next_computed(self) -> tuple[list[Any] | None, SourceBatch] | None:
+        """The next computed batch in reader order; None at the end of the epoch."""
         if not self.pipelined:
             try:
                 batch = self.read()
             except StopIteration:
-                self._ended = True
-                raise
+                return None
             try:
-                out = self.compute(batch)
+                return self.compute(batch), batch
             except BaseException as exc:
                 self._failed = exc
                 raise
-            self._consumed(batch)
-            return out
         if not self._threads:
             self._start_threads()
         item = self._out_q.get()
         if isinstance(item, EndOfEpoch):
-            self._ended = True
-            raise StopIteration
+            return None
         if isinstance(item, Failure):
             self._failed = item.error
             self._stop_threads()
             raise item.error
-        out, batch = item
-        self._consumed(batch)
-        return out
+        return item
 
-    def _consumed(self, batch: SourceBatch) -> None:
-        """Remember where the user is: the last delivered batch's meta and source states."""
-        self.last_meta = batch.meta
+    def _deliver(self, outputs: list[Any], meta: list[dict], reports: list[dict]) -> list[Any]:
+        """Hand a batch to the user: remember its meta, position and skip reports."""
+        self.last_meta = meta
         # Errors count once the user has the batch: prefetched batches that a reset or
         # restore drops are computed again and must not report their skips twice.
-        for entry in batch.errors:
+        self._report(reports)
+        self.last_states, self.last_position, self.last_carry = self._refill.position()
+        return outputs
+
+    def _report(self, reports: list[dict]) -> None:
+        for entry in reports:
             self.errors.append(entry)
             if self.on_error == "warn":
                 logger.warning(
@@ -213,8 +251,6 @@ class Executor(BatchCompute):
                     entry["operator"],
                     entry["reason"],
                 )
-        self.last_states = batch.states
-        self.last_position = (batch.epoch, batch.iteration + 1)
 
     def _put(self, q: queue.Queue, item: Any) -> bool:
         while not self._stop.is_set():
@@ -307,15 +343,33 @@ class Executor(BatchCompute):
         self.epoch += 1
         self.iteration = 0
         self._ended = False
+        self._refill.restart(self.last_states)
 
-    def restore(self, epoch: int, iteration: int, states: dict[int, Any]) -> None:
-        """Continue from a checkpoint: the next batch is the one after ``states``."""
+    def restore(
+        self,
+        epoch: int,
+        iteration: int,
+        states: dict[int, Any],
+        carry: dict | None = None,
+        elastic: bool = False,
+    ) -> None:
+        """Continue from a checkpoint: the next batch is the one after ``states``;
+        ``carry`` (state_dict's, see refill.py) says which of its samples were delivered.
+        ``elastic``: the states were saved with another batch size or number of shards;
+        the readers share out what is left of the epoch (ShardedSource.restore_elastic)."""
         self._stop_threads()
         for node_id, state in states.items():
-            self.sources[node_id].restore(state)
+            source = self.sources[node_id]
+            if elastic and hasattr(source, "restore_elastic"):
+                iteration = source.restore_elastic(state)
+            else:
+                source.restore(state)
         self.epoch, self.iteration = epoch, iteration
         self._ended = False
         self._failed = None
+        self.last_states = {**self.last_states, **states}
+        self.last_position, self.last_carry = (epoch, iteration), carry
+        self._refill.restart(self.last_states, carry, fresh=iteration == 0)
 
     def close(self) -> None:
         self._stop_threads()

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from chute.graph.node import OpNode
-from chute.runtime.errors import OperatorError
+__all__ = ["AllFailed", "replace_bad_samples"]
 
-__all__ = ["replace_bad_samples"]
+
+class AllFailed(Exception):
+    """Every sample of the batch failed and nothing pads it: the batch is dropped, and
+    later samples take its places (see executor/refill.py)."""
 
 
 def replace_bad_samples(
@@ -21,7 +23,7 @@ def replace_bad_samples(
 
     Real samples are then moved to the front so that ``real`` counts a prefix. When every
     sample failed, ``filler`` (a good sample of an earlier batch) pads the whole batch, so
-    the user gets a batch with no real samples instead of an error.
+    the user gets a batch with no real samples; without one, :class:`AllFailed`.
     """
     n = batch.size
     good = [i for i in range(n) if i not in bad]
@@ -56,13 +58,8 @@ def replace_bad_samples(
         _check_error_ratio(executor, batch)
         return
     if not good:
-        operator, reason = bad[min(bad)]
-        raise OperatorError(
-            _node_by_label(executor, operator),
-            None,
-            batch.iteration,
-            RuntimeError(f"every sample of the batch failed; the first: {reason}"),
-        )
+        _check_error_ratio(executor, batch)
+        raise AllFailed
     source = list(range(n))  # output slot -> the sample it takes
     for i in sorted(bad):
         source[i] = next(k for k in [*range(i + 1, n), *range(i)] if k not in bad)
@@ -90,7 +87,3 @@ def _check_error_ratio(executor: Any, batch: Any) -> None:
             f"{executor.errors_computed} of {seen} samples failed, more than max_error_ratio="
             f"{executor.max_error_ratio}; the last: {last['path']} in {last['operator']}: {last['reason']}"
         )
-
-
-def _node_by_label(executor: Any, label: str) -> OpNode:
-    return next((n for n in executor.plan.nodes if n.label == label), executor.plan.nodes[0])

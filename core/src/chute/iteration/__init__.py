@@ -351,14 +351,22 @@ class Iterator:
             "pipelines": [pipe.state_dict() for pipe in self.pipelines],
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from ``state_dict()`` output (the pipelines must be built the same way)."""
+    def load_state_dict(self, state: dict[str, Any], elastic: bool = False) -> None:
+        """Continue from ``state_dict()`` output (the pipelines must be built the same way).
+
+        ``elastic=True``: the state was saved with another batch size or number of shards
+        (see Pipeline.load_state_dict); the epoch goes on with what no shard had read."""
         if len(state["pipelines"]) != len(self.pipelines):
             raise ValueError("load_state_dict: the state has a different number of pipelines")
         for pipe, pipe_state in zip(self.pipelines, state["pipelines"]):
-            pipe.load_state_dict(pipe_state)
+            if elastic:
+                pipe.load_state_dict(pipe_state, elastic=True)
+            else:
+                pipe.load_state_dict(pipe_state)
         self.epoch = state["epoch"]
         self._batch_in_epoch = state["batch_in_epoch"]
+        if elastic:  # the batches of the epoch this setup counts as read
+            self._batch_in_epoch = self.pipelines[0].state_dict()["iteration"]
         self._ended = state["ended"]
         self._first = None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chute.executor.refill import carry_problem
 from chute.graph.spec import Spec
 from chute.pipeline.checks import encode_checkpoint
 from chute.types import LastBatchPolicy
@@ -68,7 +69,8 @@ class PipelineState:
             return
         ex = self._executor
         epoch, iteration = ex.last_position
-        ex.restore(epoch, iteration, dict(ex.last_states))  # no work in flight while it changes
+        # no work in flight while it changes
+        ex.restore(epoch, iteration, dict(ex.last_states), ex.last_carry)
         reader.set_policy(policy)
 
     def seek_reader(self, reader_name: str, epoch: int) -> None:
@@ -88,7 +90,7 @@ class PipelineState:
         self.build()
         epoch, iteration = self._executor.last_position
         names = {n.id: n.name for n in self._plan.sources}
-        return {
+        state = {
             "version": STATE_VERSION,
             "batch_size": self.batch_size,
             "seed": self.seed,
@@ -96,11 +98,18 @@ class PipelineState:
             "iteration": iteration,
             "sources": {names[k]: v for k, v in self._executor.last_states.items()},
         }
+        if self._executor.last_carry:  # on_error skip: samples of the next batch delivered
+            state["carry"] = self._executor.last_carry
+        return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue after the batch at which ``state_dict()`` was taken."""
+    def load_state_dict(self, state: dict[str, Any], elastic: bool = False) -> None:
+        """Continue after the batch at which ``state_dict()`` was taken.
+
+        ``elastic=True`` accepts a state saved with another batch size or number of
+        shards (the same dataset and seed): the samples of the epoch that no shard had
+        read yet are shared among this setup's shards, and the epoch ends as usual."""
         self.build()
-        check_state(state, self.batch_size)
+        check_state(state, self.batch_size, elastic)
         ids = {n.name: n.id for n in self._plan.sources}
         missing = set(state["sources"]) - set(ids)
         if missing:
@@ -108,7 +117,9 @@ class PipelineState:
                 f"load_state_dict: this pipeline has no sources named {sorted(missing)}"
             )
         states = {ids[k]: v for k, v in state["sources"].items()}
-        self._executor.restore(state["epoch"], state["iteration"], states)
+        self._executor.restore(
+            state["epoch"], state["iteration"], states, state.get("carry"), elastic
+        )
 
     def checkpoint(self, filename: str | None = None, *, iterator_data: Any = None) -> str:
         """The pipeline's position as a string; ``Pipeline(checkpoint=...)`` continues from it.
@@ -167,7 +178,7 @@ class PipelineState:
 STATE_VERSION = 1
 
 
-def check_state(state: Any, batch_size: int) -> None:
+def check_state(state: Any, batch_size: int, elastic: bool = False) -> None:
     """Refuse a state that is not what state_dict() gives, naming the field at fault."""
     if not isinstance(state, dict):
         raise TypeError(
@@ -197,8 +208,16 @@ def check_state(state: Any, batch_size: int) -> None:
         )
     if not isinstance(state["sources"], dict):
         raise TypeError("load_state_dict: field 'sources' must be a dict of source states")
+    problem = carry_problem(state.get("carry"))
+    if problem:
+        raise ValueError(f"load_state_dict: field 'carry' {problem}")
+    if elastic and state.get("carry"):
+        raise ValueError(
+            "load_state_dict: an elastic resume cannot continue a state taken while "
+            "on_error='skip' was filling a batch (field 'carry'); take it at another batch"
+        )
     saved = state.get("batch_size", batch_size)
-    if saved != batch_size:
+    if saved != batch_size and not elastic:
         raise ValueError(
             f"load_state_dict: field 'batch_size' is {saved!r}, this pipeline's is {batch_size}"
         )

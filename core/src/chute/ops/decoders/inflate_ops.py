@@ -21,6 +21,7 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import REQUIRED, Arg, Schema
 from chute.graph.spec import Spec
+from chute.runtime.limits import check_output
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.registry import register
 
@@ -198,6 +199,7 @@ class Inflate(Operator):
             raise TypeError(f"{_OP}: expected a 1-D uint8 sample, got {x.ndim}-D {x.dtype}")
         shape = chunk_shape(args.raw("shape"))
         dtype = np.dtype(args["dtype"])
+        check_output(shape, dtype, "shape")  # each chunk's buffer is this large
         table = chunk_table(x.size, _raw(args, "chunk_offsets"), _raw(args, "chunk_sizes"))
         capacity = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         data = np.ascontiguousarray(x).tobytes()

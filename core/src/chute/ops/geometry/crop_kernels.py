@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from chute.ops.geometry._border import NUMPY_PAD_MODES, cv_border, fill_tuple
+from chute.runtime.limits import check_output
 
 _POLICIES = ("error", "pad", "trim_to_shape")
 
@@ -317,6 +318,7 @@ def pad(
         extent = max(data.shape[a], int(target))
         step = max(int(step), 1)
         targets[a] = -(-extent // step) * step
+    check_output(targets, data.dtype, "shape/align")
     if targets == list(data.shape):
         return data.copy()
     extra = [t - n for t, n in zip(targets, data.shape)]
@@ -410,6 +412,8 @@ def paste(
     if not (0.0 <= paste_x <= 1.0 and 0.0 <= paste_y <= 1.0):
         raise ValueError(f"paste_x/paste_y must lie in [0, 1], got {paste_x}, {paste_y}")
     in_h, in_w = image.shape[:2]
+    canvas = (max(ratio * in_h, min_canvas_size), max(ratio * in_w, min_canvas_size))
+    check_output((*canvas, *image.shape[2:]), image.dtype, "ratio/min_canvas_size")
     out_h = max(int(ratio * in_h), int(min_canvas_size))
     out_w = max(int(ratio * in_w), int(min_canvas_size))
     y0 = int(paste_y * (out_h - in_h))

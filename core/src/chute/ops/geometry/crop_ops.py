@@ -326,7 +326,10 @@ class Pad(LayoutAware):
 
         failures = ctx.pool.run(work, len(samples))
         if failures:
-            raise failures[0][1]
+            i, exc = failures[0]
+            if type(exc) is ValueError:  # a batch operator: name the sample
+                raise ValueError(f"sample {i}: {exc}") from exc
+            raise exc
         return out
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:

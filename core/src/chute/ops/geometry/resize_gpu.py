@@ -30,6 +30,7 @@ from chute.ops.geometry.crop_resize_kernels import crop_mirror_plan
 from chute.ops.geometry.resize_kernels import axis_filters, resize_output_size
 from chute.ops.geometry.resize_ops import crop_mirror_kwargs, size_kwargs
 from chute.runtime.crop_window import random_crop_window
+from chute.runtime.limits import check_output
 from chute.types import to_dtype
 
 __all__ = [
@@ -78,6 +79,12 @@ def resize(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
             windows.append(_roi_window(a, h, w))
         if all(w is None for w in windows):
             windows = None
+    out_dtype = to_dtype(first["dtype"] or batch.dtype)
+    for i, (size, shape) in enumerate(zip(sizes.tolist(), shapes.tolist())):
+        try:  # the per-sample output limit, before the batch is allocated
+            check_output((*size, *shape[2:]), out_dtype, "size")
+        except ValueError as exc:
+            raise ValueError(f"sample {i}: {exc}") from None
     uniform = n > 0 and bool(np.all(sizes == sizes[0]))
     out = resize_batch(
         samples,

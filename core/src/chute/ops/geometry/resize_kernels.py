@@ -32,6 +32,7 @@ from PIL import Image
 from chute.ops.geometry._border import as_hwc
 from chute.ops.geometry._resample import resample
 from chute.runtime import native, output_pool
+from chute.runtime.limits import check_output
 
 # the compiled kernel (core/csrc/native.c); without it Pillow resamples uint8
 _native_resample = native.resample_u8
@@ -242,12 +243,16 @@ def resample_plan(
     filters: tuple[str, str],
     antialias: bool = True,
     dtype: Any = None,
+    argument: str = "size",
 ) -> np.ndarray:
-    """Resample ``image`` as ``plan`` says, taking OpenCV's fast path where it is exact."""
+    """Resample ``image`` as ``plan`` says, taking OpenCV's fast path where it is exact.
+
+    ``argument`` names what gave the output size, for the size limit's error."""
     hwc, squeeze = as_hwc(image)
     in_h, in_w = hwc.shape[:2]
     (y0, y1), (x0, x1) = plan.roi_y, plan.roi_x
     out_dtype = np.dtype(dtype) if dtype is not None else hwc.dtype
+    check_output((plan.out_h, plan.out_w, *hwc.shape[2:]), out_dtype, argument)
     if filters == ("nn", "nn"):
         rows = _nearest_index(in_h, plan.out_h, y0, y1, accumulate=True)
         cols = _nearest_index(in_w, plan.out_w, x0, x1)
@@ -433,4 +438,7 @@ def resize(
         subpixel_scale=subpixel_scale,
     )
     filters = axis_filters(plan, interp_type, min_filter, mag_filter)
-    return resample_plan(image, plan, filters, antialias=antialias, dtype=dtype)
+    given = {"resize_x": resize_x, "resize_y": resize_y, "size": size}
+    given.update(resize_shorter=resize_shorter, resize_longer=resize_longer)
+    argument = "/".join(k for k, v in given.items() if v is not None) or "size"
+    return resample_plan(image, plan, filters, antialias=antialias, dtype=dtype, argument=argument)

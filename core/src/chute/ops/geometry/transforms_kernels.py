@@ -251,4 +251,10 @@ def affine_parts(dims: int, M: Any = None, T: Any = None, MT: Any = None) -> tup
             shift = np.repeat(shift, linear.shape[0])
     if shift.size != linear.shape[0]:
         raise ValueError(f"T must have {linear.shape[0]} values, got {shift.size}")
+    for name, value in (
+        ("MT" if MT is not None else "M", linear),
+        ("MT" if MT is not None else "T", shift),
+    ):
+        if not np.isfinite(value).all():  # NaN or inf would give NaN coordinates silently
+            raise ValueError(f"argument {name!r} must be finite, got {value.ravel().tolist()}")
     return linear, shift

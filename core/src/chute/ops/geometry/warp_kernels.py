@@ -18,6 +18,7 @@ import numpy as np
 
 from chute.ops.geometry._border import cv_apply, cv_border, widen_unit_extents
 from chute.ops.geometry.resize_kernels import interp_name
+from chute.runtime.limits import check_output
 
 _CV_INTERP = {
     "nn": cv2.INTER_NEAREST,
@@ -85,6 +86,8 @@ def warp_affine(
     if not inverse_map:
         m = invert_affine(m)
     in_h, in_w = image.shape[:2]
+    if size is not None:
+        check_output((size[0], size[1], *image.shape[2:]), image.dtype, "size")
     out_h, out_w = (in_h, in_w) if size is None else (int(size[0]), int(size[1]))
     if out_h <= 0 or out_w <= 0:
         raise ValueError(f"output size must be positive, got {out_h}x{out_w}")

@@ -54,6 +54,9 @@ class EpochPlan:
     stick_to_shard: bool = True
     policy: LastBatchPolicy = LastBatchPolicy.FILL
     first_in_order: bool = False  # shuffle_after_epoch: epoch 0 unshuffled, then permutations
+    # An elastic resume: (epoch, positions in the epoch's order still to read, batches
+    # already counted); that epoch's batches are drawn from those positions only.
+    resumed: tuple[int, np.ndarray, int] | None = None
 
     def __post_init__(self) -> None:
         if self.num_shards < 1:
@@ -66,16 +69,20 @@ class EpochPlan:
 
     @property
     def batches_per_epoch(self) -> int:
-        n, s, b = self.size, self.num_shards, self.batch_size
+        return self.batches_for(self.size)
+
+    def shard_bounds(self, epoch: int, n: int | None = None) -> tuple[int, int]:
+        shard = self.shard_id if self.stick_to_shard else (self.shard_id + epoch) % self.num_shards
+        n, s = self.size if n is None else n, self.num_shards
+        return shard * n // s, (shard + 1) * n // s
+
+    def batches_for(self, n: int) -> int:
+        """Batches of an epoch of ``n`` samples over the shards (see the module docstring)."""
+        s, b = self.num_shards, self.batch_size
         if self.policy is LastBatchPolicy.DROP:
             return (n // s) // b
         largest_shard = -(-n // s)
         return -(-largest_shard // b)
-
-    def shard_bounds(self, epoch: int) -> tuple[int, int]:
-        shard = self.shard_id if self.stick_to_shard else (self.shard_id + epoch) % self.num_shards
-        n, s = self.size, self.num_shards
-        return shard * n // s, (shard + 1) * n // s
 
     def order(self, epoch: int) -> np.ndarray:
         """The permutation of the dataset for ``epoch`` (identical on every shard)."""
@@ -97,8 +104,13 @@ class EpochPlan:
     def batch(self, epoch: int, j: int) -> list[Slot]:
         """Batch ``j`` (0-based) of ``epoch`` for this shard."""
         order = self.order(epoch)
-        lo, hi = self.shard_bounds(epoch)
-        mine = order[lo:hi]
+        if self.resumed is not None and self.resumed[0] == epoch:
+            _, left, done = self.resumed
+            lo, hi = self.shard_bounds(epoch, len(left))
+            mine, j = order[left[lo:hi]], j - done
+        else:
+            lo, hi = self.shard_bounds(epoch)
+            mine = order[lo:hi]
         slots = []
         for k in range(j * self.batch_size, (j + 1) * self.batch_size):
             if k < len(mine):
@@ -258,3 +270,52 @@ class ShardedSource:
             )
         self.epoch = state["epoch"]
         self.batch_index = state["batch_index"]
+        self.plan.resumed = None
+
+    def restore_elastic(self, state: dict[str, Any]) -> int:
+        """Continue from ``state()`` saved with another batch size or number of shards:
+        the samples that the saved setup's shards had not read yet are shared among this
+        setup's shards; returns the batch of the epoch to continue at.
+
+        Every shard reads the same number of batches, so one shard's position tells all:
+        shard i of S had read the first ``samples_in_epoch`` of its part of the epoch.
+        The dataset (size, names, seed) must be the same.
+        """
+        label = self.node.label
+        saved = state.get("fingerprint") if isinstance(state, dict) else None
+        if not isinstance(saved, dict):
+            raise ValueError(f"{label}: elastic resume needs a state with its 'fingerprint'")
+        mine = self.fingerprint()
+        for key in ("size", "names_crc32", "seed"):
+            if saved.get(key) != mine[key]:
+                raise ValueError(
+                    f"{label}: elastic resume needs the same dataset: {key} was "
+                    f"{saved.get(key)!r}, this reader has {mine[key]!r}"
+                )
+        old_shards, old_batch = saved.get("num_shards"), saved.get("batch_size")
+        read = state.get("samples_in_epoch")
+        for key, value in (("num_shards", old_shards), ("batch_size", old_batch)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{label}: fingerprint field {key!r} must be >= 1, got {value!r}")
+        if not isinstance(read, int) or isinstance(read, bool) or read < 0:
+            raise ValueError(
+                f"{label}: state field 'samples_in_epoch' must be a non-negative integer, "
+                f"got {read!r}"
+            )
+        epoch, n = state.get("epoch"), self.plan.size
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+            raise ValueError(f"{label}: state field 'epoch' must be a non-negative integer")
+        taken = np.zeros(n, bool)
+        for shard in range(old_shards):
+            lo, hi = shard * n // old_shards, (shard + 1) * n // old_shards
+            taken[lo : min(hi, lo + read)] = True
+        left = np.flatnonzero(~taken)
+        self.plan.resumed = None
+        if not len(left):  # the saved shards had read the whole epoch
+            self.epoch, self.batch_index = epoch + 1, 0
+            return 0
+        done = max(self.plan.batches_per_epoch - self.plan.batches_for(len(left)), 0)
+        self.epoch, self.batch_index = epoch, done
+        if read:
+            self.plan.resumed = (epoch, left, done)
+        return done
