@@ -49,7 +49,7 @@ from chute.ops.decoders.image_headers import (
     png_header,
     png_orientation,
 )
-from chute.ops.decoders.jpeg_structure import structure_errors
+from chute.ops.decoders.jpeg_structure import check_structure, structure_errors
 from chute.ops.decoders.orientation import (
     apply_orientation,
     oriented_size,
@@ -245,7 +245,7 @@ def prepare(
     job = DecodeJob(buf, out_type, out_dtype, orientation, plan)
     if colorspace in ("CMYK", "YCCK"):
         # libjpeg-turbo cannot turn Adobe's inverted CMYK into RGB; Pillow can.
-        _check_structure(buf)
+        check_structure(buf)
         job.pixels, job.layout = decode_pillow(buf, fmt, out_dtype, max_pixels, False)[:2]
         job.plan = _Plan(plan.source_rect, 8)
     else:
@@ -426,7 +426,7 @@ def _job_rect(job: DecodeJob) -> tuple[int, int, int, int]:
 def _decode_job(job: DecodeJob, checked: bool = False) -> None:
     """Decode the plan's rect of a JPEG job (or, through simplejpeg, all of it)."""
     if not checked:
-        _check_structure(job.buf)
+        check_structure(job.buf)
     height, width, target, header = job.jpeg
     job.jpeg = None
     decoder = turbo.load()
@@ -445,18 +445,6 @@ def _decode_job(job: DecodeJob, checked: bool = False) -> None:
     except ValueError as exc:
         raise DecodeError(f"jpeg: {exc}") from None
     job.origin, job.own = rect[:2], True
-
-
-def _check_structure(buf: memoryview) -> None:
-    """Refuse a JPEG whose structure is broken (chute.ops.decoders.jpeg_structure).
-
-    What a region decode would stop short of (a truncated file whose damage lies below
-    the window) and what a GPU decoder would decode silently: checked on every path, the
-    CPU and GPU decoders keep the same files.
-    """
-    fault = structure_errors([buf])[0]
-    if fault is not None:
-        raise DecodeError(f"jpeg: {fault}")
 
 
 def _decode_simplejpeg(

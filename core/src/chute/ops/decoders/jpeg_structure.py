@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chute.ops.decoders.image_headers import DecodeError
 from chute.runtime import native
 
-__all__ = ["structure_error", "structure_errors"]
+__all__ = ["check_structure", "structure_error", "structure_errors"]
 
 _TRUNCATED_SCAN = "the data ends inside a scan (truncated file, no EOI marker)"
 
@@ -40,6 +41,14 @@ def structure_errors(
         items = buffers if isinstance(buffers, list) else list(buffers)
         return native.jpeg_check_batch(items, only_jpeg, threads)
     return [_checked(b, only_jpeg) for b in buffers]
+
+
+def check_structure(buf: Any) -> None:
+    """Raise DecodeError naming the fault of a JPEG whose structure is broken (the CPU
+    decoders call it before decoding: what a region decode would stop short of)."""
+    fault = structure_errors([buf])[0]
+    if fault is not None:
+        raise DecodeError(f"jpeg: {fault}")
 
 
 def _checked(data: Any, only_jpeg: bool) -> str | None:
