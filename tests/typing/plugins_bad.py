@@ -6,10 +6,10 @@ not be installed.
 
 from __future__ import annotations
 
-import chute.jax
 import chute.paddle
 import chute.tf
 import chute.torch
+from chute.jax import DALIGenericIterator as JaxIterator
 from chute.pipeline import Pipeline
 
 
@@ -19,6 +19,6 @@ def iterators(p: Pipeline) -> None:
     chute.torch.DALIRaggedIterator(p, ["x"], output_type=["dense"])  # expect: call-arg
     chute.torch.DALIGenericIterator(p, ["x"], size="all")  # expect: arg-type
     chute.paddle.DALIGenericIterator(p, ["x"], auto_rest=True)  # expect: call-arg
-    chute.jax.DALIGenericIterator(p, ["x"], dynamic_shape=True)  # expect: call-arg
-    chute.jax.DALIGenericIterator(p, ["x"], -1, "R", False, False, "fill", True, None, True)  # expect: call-arg
+    JaxIterator(p, ["x"], dynamic_shape=True)  # expect: call-arg
+    JaxIterator(p, ["x"], -1, "R", False, False, "fill", True, None, True)  # expect: call-arg
     chute.tf.DALIDataset(p, output_dtype=(1,))  # expect: call-arg
