@@ -247,6 +247,13 @@ def wheel(session: nox.Session) -> None:
         if os.environ.get("CHUTE_WHEEL_NO_NATIVE") != "1":
             session.error(message + "; set CHUTE_WHEEL_NO_NATIVE=1 to accept that")
         session.warn(message)
+    for framework in FRAMEWORKS:  # each plugin is typed: py.typed, and its iterators' stubs
+        names = zipfile.ZipFile(wheels[f"chute_{framework}"]).namelist()
+        typed = [f"chute/{framework}/py.typed"]
+        if (ROOT / "plugins" / framework / "src" / "chute" / framework / "_dali.pyi").exists():
+            typed.append(f"chute/{framework}/_dali.pyi")
+        if missing := [name for name in typed if name not in names]:
+            session.error(f"the chute-{framework} wheel lacks {missing}")
     session.install("-c", _lock(session, "wheel"), str(wheels["chute"]), str(wheels["chute_torch"]))
     # run from a folder outside the tree, so that only the installed wheels can be imported
     run_dir = tmp / "run"
