@@ -120,8 +120,9 @@ def lint(session: nox.Session) -> None:
     import-linter checks the contracts in pyproject.toml (layers that import only
     downward, an executor that imports no operator, no framework in the core);
     dev/import_cycles.py fails on an import cycle of more than 3 modules; mypy, through
-    chute's .pyi stubs ([tool.mypy] in pyproject.toml), accepts tests/typing/pipelines_ok.py
-    and gives pipelines_bad.py exactly the errors its comments expect.
+    chute's and the plugins' .pyi stubs ([tool.mypy] in pyproject.toml), accepts
+    tests/typing/pipelines_ok.py and plugins_ok.py and gives pipelines_bad.py and
+    plugins_bad.py exactly the errors their comments expect.
     """
     session.install("-c", _lock(session, "lint"), "ruff", "import-linter", "mypy", "numpy")
     session.run("ruff", "check", ".")
@@ -129,8 +130,12 @@ def lint(session: nox.Session) -> None:
     source = {"PYTHONPATH": str(ROOT / "core" / "src")}  # read, not imported: no install
     session.run("lint-imports", "--no-cache", env=source)
     session.run("python", "dev/import_cycles.py", "--max", "3", env=source)
-    # the fn/ops stubs (python -m chute.tools.stubs) catch a misspelled operator argument
-    session.run("mypy", "--no-incremental", "tests/typing/pipelines_ok.py")
+    # the fn/ops stubs (python -m chute.tools.stubs) catch a misspelled operator argument,
+    # the plugins' stubs (python -m chute.tools.plugin_stubs) a misspelled iterator keyword;
+    # no framework is installed here (mypy takes torch, tensorflow, paddle, jax as Any)
+    session.run(
+        "mypy", "--no-incremental", "tests/typing/pipelines_ok.py", "tests/typing/plugins_ok.py"
+    )
     session.run("python", "tests/typing/check_errors.py")
 
 
@@ -242,6 +247,13 @@ def wheel(session: nox.Session) -> None:
         if os.environ.get("CHUTE_WHEEL_NO_NATIVE") != "1":
             session.error(message + "; set CHUTE_WHEEL_NO_NATIVE=1 to accept that")
         session.warn(message)
+    for framework in FRAMEWORKS:  # each plugin is typed: py.typed, and its iterators' stubs
+        names = zipfile.ZipFile(wheels[f"chute_{framework}"]).namelist()
+        typed = [f"chute/{framework}/py.typed"]
+        if (ROOT / "plugins" / framework / "src" / "chute" / framework / "_dali.pyi").exists():
+            typed.append(f"chute/{framework}/_dali.pyi")
+        if missing := [name for name in typed if name not in names]:
+            session.error(f"the chute-{framework} wheel lacks {missing}")
     session.install("-c", _lock(session, "wheel"), str(wheels["chute"]), str(wheels["chute_torch"]))
     # run from a folder outside the tree, so that only the installed wheels can be imported
     run_dir = tmp / "run"

@@ -35,6 +35,8 @@ def test_package_data_is_in_the_wheel() -> None:
     assert (files / "fn" / "decoders.pyi").is_file() and (
         files / "runtime" / "_native.pyi"
     ).is_file()
+    plugin = importlib.resources.files("chute.torch")  # typed too: its iterators' stubs
+    assert (plugin / "py.typed").is_file() and (plugin / "_dali.pyi").is_file()
     kernels = sorted(p.name for p in (files / "kernels").iterdir() if p.name.endswith(".cu"))
     assert "resample.cu" in kernels and "crop_mirror_normalize.cu" in kernels
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from chute.pipeline.options import unknown_argument
 
-__all__ = ["dali_iterator", "iterator_keywords"]
+__all__ = ["dali_iterator", "iterator_keywords", "iterator_parameters"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,6 +30,31 @@ def iterator_keywords() -> list[inspect.Parameter]:
 
     params = list(inspect.signature(Iterator.__init__).parameters.values())
     return params[3:]  # self, pipelines, output_map
+
+
+def iterator_parameters(
+    leading: Sequence[str],
+    after: Mapping[str, Sequence[tuple[str, Any]]] | None = None,
+    omit: Sequence[str] = (),
+    keyword_only: Sequence[tuple[str, Any]] = (),
+) -> list[inspect.Parameter]:
+    """The parameters after ``self`` that :func:`dali_iterator` gives, in order.
+
+    The arguments are :func:`dali_iterator`'s; ``chute.tools.plugin_stubs`` writes the
+    plugins' ``.pyi`` stubs from the same list.
+    """
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(name, positional) for name in leading]
+    for keyword in iterator_keywords():
+        if keyword.name not in omit:
+            params.append(keyword)
+        for name, default in (after or {}).get(keyword.name, ()):
+            params.append(inspect.Parameter(name, positional, default=default))
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+        for name, default in keyword_only
+    ]
+    return params
 
 
 def dali_iterator(
@@ -48,16 +73,7 @@ def dali_iterator(
     """
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     params = [inspect.Parameter("self", positional)]
-    params += [inspect.Parameter(name, positional) for name in leading]
-    for keyword in iterator_keywords():
-        if keyword.name not in omit:
-            params.append(keyword)
-        for name, default in (after or {}).get(keyword.name, ()):
-            params.append(inspect.Parameter(name, positional, default=default))
-    params += [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
-        for name, default in keyword_only
-    ]
+    params += iterator_parameters(leading, after, omit, keyword_only)
     signature = inspect.Signature(params)
     valid = [p.name for p in params[1:]]
 
