@@ -25,7 +25,8 @@ they need no ``enable_conditionals``::
   took, in batch order. Values must agree in dtype, dimensions and layout (shapes may
   differ). A Python predicate traces only the branch it selects.
 - ``switch(index, branches)``: ``branches[index]()`` per sample (below 0: the first, past
-  the end: the last), through a balanced tree of ``if_else``.
+  the end: the last): the batch is split once into one sub-batch per branch (a branch
+  no sample takes runs nothing) and each value of the result is merged in one step.
 - Random operators inside a branch draw by the sample's place in the whole batch (and
   its reader key), so a sample's draws do not depend on which other samples share its
   branch: the same seed gives the same outputs however the batch splits.

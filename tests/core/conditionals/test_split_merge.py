@@ -101,6 +101,49 @@ def test_switch_index_out_of_range_takes_the_nearest_branch():
     assert _samples(y) == [11, 31, 21]
 
 
+def test_switch_float_index_takes_its_floor_and_nan_the_last_branch():
+    # as the comparisons `index < k` would choose: -0.5 and 0.9 -> 0, 1.5 -> 1, NaN -> last
+    @pipeline_def
+    def pipe():
+        which = _per_sample([-0.5, 0.9, 1.5, 2.0, float("nan"), 7.25], np.float32)
+        x = _per_sample([1, 1, 1, 1, 1, 1])
+        return conditionals.switch(which, [lambda: x + 10, lambda: x + 20, lambda: x + 30])
+
+    (y,) = _run(pipe, 6)
+    assert _samples(y) == [11, 11, 21, 31, 31, 31]
+
+
+def test_switch_splits_once_and_runs_each_case_on_its_samples_only():
+    seen: dict[int, list[int]] = {0: [], 1: [], 2: [], 3: []}
+
+    def record(case):
+        def fn_(sample):
+            seen[case].append(int(sample))
+            return sample
+
+        return fn_
+
+    @pipeline_def
+    def pipe():
+        which = _per_sample([3, 0, 3, 1, 0])
+        x = _per_sample([10, 11, 12, 13, 14])
+        branches = [
+            (lambda k: lambda: (fn.python_function(x, function=record(k)), x * k))(k)
+            for k in range(4)
+        ]
+        return conditionals.switch(which, branches)
+
+    p = pipe(batch_size=5, num_threads=1, device_id=None, exec_pipelined=False)
+    p.build()
+    y, z = p.run()
+    assert _samples(y) == [10, 11, 12, 13, 14]
+    assert _samples(z) == [30, 0, 36, 13, 0]
+    assert seen == {0: [11, 14], 1: [13], 2: [], 3: [10, 12]}  # case 2: no sample, no call
+    names = [node.schema.name for node in p._graph.nodes]
+    assert names.count("_conditional.merge") == 2  # one per value of the result
+    assert names.count("math") == 4  # x * k in each case: no comparisons of the index
+
+
 def test_nested_if_else():
     @pipeline_def
     def pipe():

@@ -8,7 +8,8 @@ the ones it would have without the conditional (chute.runtime.context.sample_pos
 A step whose branch has no samples is skipped: its outputs are empty lists.
 
 Split selects the branch's samples of a value of the enclosing scope; merge puts the
-samples of the two branches back in the enclosing scope's order. On the GPU both keep
+samples of the branches (two, or the n cases of a switch) back in the enclosing scope's
+order. On the GPU both keep
 the samples on the device (views into the batches, or one gather on the stream).
 """
 
@@ -63,6 +64,7 @@ class BranchRuns:
     def __init__(self, root: Any):
         self.root = root
         self._runs: dict[int, SubBatch] = {}
+        self._truths: dict[tuple, list] = {}
 
     def batch_of(self, scope: Scope | None, values: dict) -> Any:
         """The batch that the nodes of ``scope`` run on (the root batch for None)."""
@@ -72,7 +74,11 @@ class BranchRuns:
         if run is None:
             parent = self.batch_of(scope.parent, values)
             pred = scope.predicate
-            truth = predicate_truth(values[(pred.producer.id, pred.index)], scope, parent)
+            key = (id(pred.producer), pred.index, id(parent))
+            truth = self._truths.get(key)  # the cases of a switch share one predicate
+            if truth is None:
+                truth = predicate_truth(values[(pred.producer.id, pred.index)], scope, parent)
+                self._truths[key] = truth
             positions = [k for k, t in enumerate(truth) if t == scope.branch]
             indices = [batch_index(parent, k) for k in positions]
             meta = [
@@ -102,7 +108,7 @@ class BranchRuns:
         out: list[Any] = [None] * outer.size
         device = None
         dtypes = []
-        for side in node.inputs[:2]:
+        for side in node.inputs[:-1]:  # the branches' values; the last is the predicate
             sub = self.batch_of(side.producer.scope, values)
             value = values[(side.producer.id, side.index)]
             if not sub.size:
@@ -113,14 +119,17 @@ class BranchRuns:
             dtypes.append(getattr(samples[0], "dtype", None))
             for k, sample in zip(sub.positions, samples, strict=True):
                 out[k] = sample
-        if len(dtypes) == 2 and dtypes[0] != dtypes[1]:
+        if any(d != dtypes[0] for d in dtypes):
+            other = next(d for d in dtypes if d != dtypes[0])
+            sides = ("the if branch", "the else branch") if len(node.inputs) == 3 else None
+            first, second = sides or ("one case", "another")
             raise OperatorError(
                 node,
                 None,
                 self.root.iteration,
                 TypeError(
                     f"{node.arg('where')}: variable {node.arg('name')!r} is {dtypes[0]} in "
-                    f"the if branch and {dtypes[1]} in the else branch; every branch must "
+                    f"{first} and {other} in {second}; every branch must "
                     "give it the same type (cast one with fn.cast)"
                 ),
             )
@@ -137,7 +146,7 @@ def predicate_truth(value: Any, scope: Scope, batch: Any) -> list[bool]:
     """Each sample's condition as a bool (nonzero is true); a sample that is not a scalar
     raises naming the conditional and the sample."""
     samples = as_list(value)
-    truth = []
+    truth: list = []
     for k, sample in enumerate(samples):
         array = np.asarray(sample)
         if array.ndim != 0:
@@ -145,7 +154,12 @@ def predicate_truth(value: Any, scope: Scope, batch: Any) -> list[bool]:
                 f"the condition of {scope.where} must be a scalar per sample (0-d); sample "
                 f"{batch_index(batch, k)} has shape {array.shape}"
             )
-        truth.append(bool(array))
+        if scope.cases:  # a switch's index, clamped to its cases
+            value = array.item()  # NaN is below no bound: the last case, as `index < k` says
+            case = scope.cases - 1 if value != value else int(np.floor(value))
+            truth.append(min(max(case, 0), scope.cases - 1))
+        else:
+            truth.append(bool(array))
     return truth
 
 

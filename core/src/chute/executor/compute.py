@@ -210,12 +210,14 @@ class BatchCompute:
             keys = None
             if isinstance(batch, SubBatch) and nodes is not None:
                 keys = {(node.id, i) for node in nodes for i in range(len(node.outputs))}
+            # a branch's step looks at its own outputs only, not at every value so far
+            items = values.items() if keys is None else ((k, values[k]) for k in keys)
             # copies of samples in a batch array: a view would keep the whole batch alive
             self._fillers[key] = (
                 {
                     k: v[0].copy() if k[0] in slots else v[0]
-                    for k, v in values.items()
-                    if isinstance(v, list) and len(v) == n and (keys is None or k in keys)
+                    for k, v in items
+                    if isinstance(v, list) and len(v) == n
                 },
                 batch.meta[0],
             )

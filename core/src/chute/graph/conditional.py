@@ -175,17 +175,72 @@ def if_else(
 
 def switch(index: Any, branches: Sequence[Callable[[], Any]], where: str = "switch") -> Any:
     """``branches[index]()`` per sample (``index`` below 0 takes the first, past the end the
-    last): a balanced tree of :func:`if_else` on ``index < k``, so each sample passes
-    log2(len(branches)) splits and each branch runs on its samples only."""
+    last): one n-way split, each branch traced in its own case scope and run on its
+    samples only, and one merge per value of the result."""
     if not branches:
         raise ValueError(f"{where}: no branches")
     if not isinstance(index, DataNode):
         return branches[min(max(int(index), 0), len(branches) - 1)]()
+    if len(branches) == 1:
+        return branches[0]()
+    graph = _graph()
+    if index.device != "cpu":
+        index = index.cpu()
+    index = graph.bring_into(index, graph.scope)
+    scopes = [Scope(graph.scope, index, k, where, len(branches)) for k in range(len(branches))]
+    outs = []
+    for scope, branch in zip(scopes, branches, strict=True):
+        with inside(scope):
+            outs.append(branch())
+    result = _merge_cases("result", outs, scopes)
+    for value in result if isinstance(result, (tuple, list)) else [result]:
+        if isinstance(value, Undefined):
+            value.fail()
+    return result
 
-    def pick(lo: int, hi: int) -> Any:
-        if hi - lo == 1:
-            return branches[lo]()
-        mid = (lo + hi) // 2
-        return if_else(index < mid, lambda: pick(lo, mid), lambda: pick(mid, hi), where)
 
-    return pick(0, len(branches))
+def _merge_cases(name: str, outs: list[Any], scopes: list[Scope]) -> Any:
+    """What the cases of a switch give, as :func:`merge_values` for two branches."""
+    first = outs[0]
+    if all(out is first for out in outs):
+        return first
+    if all(isinstance(out, DataNode) for out in outs):
+        return _merge_nodes(outs, scopes, name)
+    if all(_same(first, out) for out in outs[1:]):
+        return first
+    if all(
+        isinstance(out, (tuple, list)) and type(out) is type(first) and len(out) == len(first)
+        for out in outs
+    ):
+        parts = [
+            _merge_cases(f"{name}[{k}]", [out[k] for out in outs], scopes)
+            for k in range(len(first))
+        ]
+        return type(first)(parts)
+    if all(isinstance(out, dict) and out.keys() == first.keys() for out in outs):
+        return {k: _merge_cases(f"{name}[{k!r}]", [out[k] for out in outs], scopes) for k in first}
+    return Undefined(
+        name,
+        f"differs between the cases of {scopes[0].where} in a way that cannot merge "
+        "(only DataNodes, or the same structure of them in every case, merge per sample)",
+    )
+
+
+def _merge_nodes(outs: list[DataNode], scopes: list[Scope], name: str) -> DataNode:
+    """One value in the enclosing scope from one DataNode per case."""
+    graph = _graph()
+    values = list(outs)
+    if any(v.device != "cpu" for v in values):
+        for k, scope in enumerate(scopes):
+            if values[k].device == "cpu":
+                with inside(scope):
+                    values[k] = graph.bring_into(values[k], scope).gpu()
+    inputs = [graph.bring_into(v, scope) for v, scope in zip(values, scopes, strict=True)]
+    node = graph.add_crossing(
+        _node_operator("merge"),
+        inputs[0].device,
+        [*inputs, scopes[0].predicate],
+        {"name": name, "where": scopes[0].where},
+        scopes[0].parent,
+    )
+    return node.outputs[0]

@@ -25,13 +25,16 @@ class Scope:
     """The samples of the enclosing scope (``parent``) whose ``predicate`` is ``branch``.
 
     ``predicate`` is a DataNode of the parent scope, one scalar per sample (nonzero is
-    true). ``where`` names the conditional for errors: ``"the if at line 12"``.
+    true). ``where`` names the conditional for errors: ``"the if at line 12"``. A case of
+    an n-way switch has ``cases`` = n and an int ``branch``: its samples are those whose
+    predicate, an index clamped to ``[0, n - 1]``, is ``branch``.
     """
 
     parent: Scope | None
     predicate: DataNode
-    branch: bool
+    branch: bool | int
     where: str = "a conditional"
+    cases: int = 0
 
     @property
     def depth(self) -> int:
@@ -40,6 +43,8 @@ class Scope:
     @property
     def label(self) -> str:
         """How errors name the branch: ``the if branch of the if at line 12``."""
+        if self.cases:
+            return f"case {self.branch} of {self.where}"
         return f"the {'if' if self.branch else 'else'} branch of {self.where}"
 
 

@@ -26,7 +26,13 @@ class Split(Operator):
     schema = Schema(
         "_conditional.split",
         args=(
-            Arg("branch", "bool", True, "The branch: samples whose predicate is this.", False),
+            Arg(
+                "branch",
+                "any",
+                True,
+                "The branch: samples whose predicate is this (a case index in a switch).",
+                False,
+            ),
             Arg("where", "str", "a conditional", "The conditional, for errors.", False),
         ),
         inputs=("input", "predicate"),
@@ -42,7 +48,8 @@ class Split(Operator):
 
 
 class Merge(Operator):
-    """Input 0's samples where input 2 (the predicate) is true, input 1's elsewhere."""
+    """Input 0's samples where the last input (the predicate) is true, input 1's elsewhere;
+    with n > 2 value inputs (a switch), input k's where the clamped index is k."""
 
     schema = Schema(
         "_conditional.merge",
@@ -51,6 +58,7 @@ class Merge(Operator):
             Arg("where", "str", "a conditional", "The conditional, for errors.", False),
         ),
         inputs=("true_input", "false_input", "predicate"),
+        variadic=True,
         devices=_SCHEMA_DEVICES,
         doc="Joins the values of a conditional's branches in batch order (added by the tracer).",
     )
@@ -58,29 +66,36 @@ class Merge(Operator):
     lane_safe = True
 
     def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
-        true, false = inputs[0], inputs[1]
+        values = inputs[:-1]
         what = f"{node.arg('where')}: variable {node.arg('name')!r}"
-        if true.dtype is not None and false.dtype is not None and true.dtype != false.dtype:
-            raise TypeError(
-                f"{what} is {true.dtype} in the if branch and {false.dtype} in the else branch; "
-                "a variable's samples form one batch, so every branch must give it the same "
-                "type (cast one with fn.cast)"
-            )
-        if true.ndim is not None and false.ndim is not None and true.ndim != false.ndim:
-            raise ValueError(
-                f"{what} has {true.ndim} dimensions in the if branch and {false.ndim} in the "
-                "else branch; every branch must give it the same number of dimensions"
-            )
-        if true.layout and false.layout and true.layout != false.layout:
-            raise ValueError(
-                f"{what} has layout {true.layout!r} in the if branch and {false.layout!r} in "
-                "the else branch; every branch must give it the same layout"
-            )
+        names = ["the if branch", "the else branch"] if len(values) == 2 else None
+
+        def name(k: int) -> str:
+            return names[k] if names else f"case {k}"
+
+        first = values[0]
+        for k, other in enumerate(values[1:], 1):
+            if first.dtype is not None and other.dtype is not None and first.dtype != other.dtype:
+                raise TypeError(
+                    f"{what} is {first.dtype} in {name(0)} and {other.dtype} in {name(k)}; a "
+                    "variable's samples form one batch, so every branch must give it the same "
+                    "type (cast one with fn.cast)"
+                )
+            if first.ndim is not None and other.ndim is not None and first.ndim != other.ndim:
+                raise ValueError(
+                    f"{what} has {first.ndim} dimensions in {name(0)} and {other.ndim} in "
+                    f"{name(k)}; every branch must give it the same number of dimensions"
+                )
+            if first.layout and other.layout and first.layout != other.layout:
+                raise ValueError(
+                    f"{what} has layout {first.layout!r} in {name(0)} and {other.layout!r} "
+                    f"in {name(k)}; every branch must give it the same layout"
+                )
         return [
             Spec(
-                true.dtype if true.dtype is not None else false.dtype,
-                true.ndim if true.ndim is not None else false.ndim,
-                true.layout or false.layout,
+                next((v.dtype for v in values if v.dtype is not None), None),
+                next((v.ndim for v in values if v.ndim is not None), None),
+                next((v.layout for v in values if v.layout), None),
             )
         ]
 

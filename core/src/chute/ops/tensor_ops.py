@@ -42,11 +42,16 @@ def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind in "iu" and x.dtype.kind == "f":
         info = np.iinfo(dtype)
-        rounded = np.rint(x)
-        ties = np.abs(x - np.trunc(x)) == 0.5
-        if ties.any():
-            rounded = np.where(ties, np.trunc(x) + np.sign(x), rounded)
-        return np.clip(rounded, info.min, info.max).astype(dtype)
+        x = np.asarray(x)
+        rounded = np.rint(x, out=np.empty(x.shape, x.dtype))  # C order, also for 0-d samples
+        # x - rint(x) is exact, and +-0.5 exactly at the ties (inf gives NaN: no tie)
+        with np.errstate(invalid="ignore"):
+            diff = np.subtract(x, rounded, out=np.empty(x.shape, x.dtype))
+        ties = np.flatnonzero(np.abs(diff, out=diff) == 0.5)
+        if ties.size:  # half away from zero where rint went to the even neighbour
+            tied = x.reshape(-1)[ties]
+            rounded.reshape(-1)[ties] = np.trunc(tied) + np.sign(tied)
+        return np.clip(rounded, info.min, info.max, out=rounded).astype(dtype)
     if dtype.kind in "iu" and x.dtype.kind in "iu":
         info = np.iinfo(dtype)
         if np.can_cast(x.dtype, dtype):

@@ -39,7 +39,11 @@ def cpu_graph(
             return None
         if id(scope) not in scopes:
             scopes[id(scope)] = Scope(
-                new_scope(scope.parent), new(scope.predicate), scope.branch, scope.where
+                new_scope(scope.parent),
+                new(scope.predicate),
+                scope.branch,
+                scope.where,
+                scope.cases,
             )
         return scopes[id(scope)]
 

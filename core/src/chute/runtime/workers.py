@@ -37,7 +37,8 @@ class WorkerPool:
     """``num_threads`` workers pulling sample indices from a shared counter.
 
     With one thread the work runs inline in the caller, which keeps
-    single-threaded runs free of hand-offs. With ``affinity`` (Pipeline's
+    single-threaded runs free of hand-offs; with more, the caller is one of the
+    ``num_threads`` threads that pull samples. With ``affinity`` (Pipeline's
     ``set_affinity``, Linux) every worker thread pins itself to one CPU of
     :func:`affinity_cpus`, round robin; then even one thread is a worker thread,
     so the caller's own affinity is never changed.
@@ -76,8 +77,16 @@ class WorkerPool:
 
         if self._executor is None or (n <= 1 and not self.cpus):
             loop()
-        else:
+        elif self.cpus:  # pinned: only the workers run samples (the caller stays unpinned)
             jobs = [self._executor.submit(loop) for _ in range(min(self.num_threads, n))]
+            for job in jobs:
+                job.result()
+        else:
+            # the caller would only wait: it takes one worker's share itself, which saves
+            # a hand-off per step (many small steps in conditionals) and keeps num_threads
+            # threads on the batch
+            jobs = [self._executor.submit(loop) for _ in range(min(self.num_threads, n) - 1)]
+            loop()
             for job in jobs:
                 job.result()
         return sorted(failures, key=lambda f: f[0])

@@ -18,9 +18,8 @@ def select(
     """Apply ``ops[selected_op_idx]`` to each sample, as if by ``ops[i](*op_args, **op_kwargs)``.
 
     ``selected_op_idx`` is a batch of ints from ``[0, len(ops) - 1]``. The batch is split
-    by the index (a balanced tree of per-sample conditionals, so every sample passes
-    about log2(len(ops)) splits), each op runs only on the samples that chose it, and the
-    results are merged back in batch order. DataNodes among the arguments are split with
+    by the index once into one sub-batch per op (an n-way switch), each op runs only on
+    the samples that chose it, and the results are merged back in batch order. DataNodes among the arguments are split with
     the batch. A plain int index applies that one op to the whole batch.
     """
     if not ops:

@@ -52,6 +52,15 @@ FILTER_BORDERS = {
     "wrap": "wrap",
     "constant": "constant",
 }
+#: np.pad modes -> OpenCV's borders (pad_image's fast path), and the dtypes it takes there.
+_CV_BORDERS = {
+    "reflect": cv2.BORDER_REFLECT_101,
+    "symmetric": cv2.BORDER_REFLECT,
+    "edge": cv2.BORDER_REPLICATE,
+    "wrap": cv2.BORDER_WRAP,
+    "constant": cv2.BORDER_CONSTANT,
+}
+_CV_PAD_DTYPES = (np.dtype(np.uint8), np.dtype(np.float32), np.dtype(np.float64))
 #: Border modes of the morphology operators (CV-CUDA's names).
 MORPH_BORDERS = ("constant", "replicate", "reflect", "reflect_101", "wrap")
 
@@ -68,12 +77,34 @@ def as_pair(value: Any, what: str) -> tuple[int, int]:
     raise ValueError(f"argument '{what}' takes one value or two, got {flat.size}")
 
 
+def _cv_pads(image: np.ndarray, top: int, bottom: int, left: int, right: int, mode: str) -> bool:
+    """Whether cv2.copyMakeBorder gives np.pad's result: pads shorter than the image, a
+    dtype OpenCV takes, and a constant fill only on float images of up to 4 channels
+    (np.pad truncates the fill to an integer image's type, OpenCV rounds it)."""
+    h, w = image.shape[:2]
+    if image.dtype not in _CV_PAD_DTYPES or image.ndim not in (2, 3):
+        return False
+    if max(top, bottom) >= h or max(left, right) >= w:
+        return False
+    if mode == "constant":
+        return image.dtype.kind == "f" and (image.ndim == 2 or image.shape[2] <= 4)
+    return True
+
+
 def pad_image(
     image: np.ndarray, pads: tuple[tuple[int, int], tuple[int, int]], border: str, fill: float
 ) -> np.ndarray:
     """``image`` (HW or HWC) extended by ``pads`` ((top, bottom), (left, right)) per ``border``."""
     mode = FILTER_BORDERS[border]
     full = pads + ((0, 0),) * (image.ndim - 2)
+    (top, bottom), (left, right) = pads
+    h, w = image.shape[:2]
+    if _cv_pads(image, top, bottom, left, right, mode):
+        # OpenCV pads as np.pad does there (a copy), several times faster
+        value = (fill,) * 4 if mode == "constant" else None
+        src = np.ascontiguousarray(image)
+        out = cv2.copyMakeBorder(src, top, bottom, left, right, _CV_BORDERS[mode], value=value)
+        return out.reshape((h + top + bottom, w + left + right, *image.shape[2:]))
     if mode == "constant":
         return np.pad(image, full, mode="constant", constant_values=fill)
     return np.pad(image, full, mode=mode)
