@@ -176,21 +176,13 @@ CASES = [
         outliers=0.04,
         why=ANTIALIAS,
     ),
-    xfail(
-        Case(
-            "resize up, nearest",
-            lambda L, x: L.fn.resize(x, resize_x=97, resize_y=83, interp_type=L.types.INTERP_NN),
-            why="nearest neighbour picks another source pixel for 1.2% of the output pixels: "
-            "the two libraries round the source coordinate differently",
-        )
+    Case(
+        "resize up, nearest",
+        lambda L, x: L.fn.resize(x, resize_x=97, resize_y=83, interp_type=L.types.INTERP_NN),
     ),
-    xfail(
-        Case(
-            "resize down, nearest",
-            lambda L, x: L.fn.resize(x, resize_x=23, resize_y=17, interp_type=L.types.INTERP_NN),
-            why="nearest neighbour picks another source pixel for 5.8% of the output pixels: "
-            "the source coordinate is rounded differently",
-        )
+    Case(
+        "resize down, nearest",
+        lambda L, x: L.fn.resize(x, resize_x=23, resize_y=17, interp_type=L.types.INTERP_NN),
     ),
     # normalization
     Case(
@@ -248,24 +240,17 @@ CASES = [
             x, image_type=L.types.RGB, output_type=L.types.BGR
         ),
     ),
-    xfail(
-        Case(
-            "RGB to YCbCr",
-            lambda L, x: L.fn.color_space_conversion(
-                x, image_type=L.types.RGB, output_type=L.types.YCbCr
-            ),
-            why="DALI's YCbCr is BT.601 limited range (Y in 16..235), chute's full range (0..255): "
-            "up to 18 apart",
-        )
+    Case(
+        "RGB to YCbCr",
+        lambda L, x: L.fn.color_space_conversion(
+            x, image_type=L.types.RGB, output_type=L.types.YCbCr
+        ),
     ),
-    xfail(
-        Case(
-            "YCbCr to RGB",
-            lambda L, x: L.fn.color_space_conversion(
-                x, image_type=L.types.YCbCr, output_type=L.types.RGB
-            ),
-            why="BT.601 limited range in DALI, full range in chute: up to 20 apart",
-        )
+    Case(
+        "YCbCr to RGB",
+        lambda L, x: L.fn.color_space_conversion(
+            x, image_type=L.types.YCbCr, output_type=L.types.RGB
+        ),
     ),
     # filters and distortions
     Case(
