@@ -1,7 +1,10 @@
 """GPU backends of fn.experimental.warp_perspective and fn.experimental.remap vs the CPU ones.
 
 Tolerances: bilinear and cubic within one level for integer types and 1e-3 for float32
-(the GPU interpolates in float32, OpenCV in its own order); nearest neighbour equal on
+(the GPU interpolates in float32, OpenCV in its own order), except int16 + bilinear within
+4: OpenCV's int16 bilinear path (the CPU backend, and DALI 2.4's CPU backend: equal to
+chute's on these inputs) rounds its interpolation weights to 1/32 of a pixel, up to 3.4
+levels off an exact float computation on 0-255 data; nearest neighbour equal on
 more than 99% of pixels (OpenCV divides in float32, the GPU in double: ties may differ).
 The tables are checked without a GPU at the end.
 """
@@ -57,6 +60,8 @@ def close(cpu, gpu, interp, dtype):
             assert np.mean(diff > 0) < 0.01
         elif np.dtype(dtype).kind == "f":
             assert diff.max() <= 1e-3 * max(1.0, np.abs(c).max())
+        elif interp == "linear" and np.dtype(dtype) == np.int16:
+            assert diff.max() <= 4 and diff.mean() < 1
         else:
             assert diff.max() <= 1
 

@@ -19,6 +19,12 @@ from chute.gpu.geometry_kernels import BORDER_CODES, describe_batch, window_batc
 from chute.ops.geometry._border import fill_tuple
 from chute.ops.geometry._op_common import default_layout, per_distinct
 from chute.ops.geometry.crop_kernels import axes_from
+from chute.ops.geometry.window_any_gpu import (
+    AnyImages,
+    describe_any,
+    kernel_reads,
+    window_any,
+)
 
 __all__ = [
     "crop",
@@ -36,7 +42,7 @@ __all__ = [
 def crop(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.crop on the GPU: the CPU backend's windows, borders and fill, one launch."""
     (batch,) = inputs
-    images = describe_batch(batch)
+    images = _describe(batch, args["dtype"])
     anchors, out_hw = crop_plan(
         images.shapes[:, :2],
         args.column("crop"),
@@ -49,14 +55,8 @@ def crop(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         args["out_of_bounds_policy"],
     )
     fill = window_fill(args.column("fill_values"), images.channels, images.squeeze, images.dtype)
-    out = window_batch(
-        images,
-        anchors,
-        out_hw,
-        BORDER_CODES[args["border"]],
-        fill,
-        args["dtype"] or images.dtype,
-        ctx.stream,
+    out = _window(
+        images, anchors, out_hw, args["border"], fill, args["dtype"] or images.dtype, ctx.stream
     )
     return gpu_batch(out, batch.layout() or "HWC", ctx)
 
@@ -76,16 +76,17 @@ def pad(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     padded = pad_plan(shapes, chosen, args.column("shape"), args.column("align"))
     if ndim == 3 and np.any(padded[:, 2] != shapes[:, 2]):
         raise ValueError("on the GPU fn.pad pads height and width, not channels")
-    images = describe_batch(batch)
+    images = _describe(batch)
     fill = np.zeros((n, 4))
     fill[:, : images.channels] = fill_tuple(args["fill_value"], images.channels)
-    if images.dtype == np.uint8:
-        fill = np.clip(np.rint(fill), 0, 255)  # OpenCV's copyMakeBorder converts it so
-    out = window_batch(
+    if images.dtype.kind in "iu":  # saturated into the type, as the CPU backend does
+        info = np.iinfo(images.dtype)
+        fill = np.clip(np.rint(fill), info.min, info.max)
+    out = _window(
         images,
         np.zeros((n, 2), np.int64),
         padded[:, :2],
-        BORDER_CODES[args["border"]],
+        args["border"],
         fill,
         images.dtype,
         ctx.stream,
@@ -99,7 +100,7 @@ def paste(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     n = len(batch)
     if n == 0:
         return batch
-    images = describe_batch(batch)
+    images = _describe(batch)
     mask = np.ones(n, bool)
     if "mask" in op.schema.arg_index:
         mask = np.asarray([bool(m) for m in args.column("mask")], bool).reshape(n)
@@ -112,10 +113,30 @@ def paste(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         mask,
     )
     fill = window_fill(args.column("fill_value"), images.channels, images.squeeze, images.dtype)
-    out = window_batch(
-        images, anchors, out_hw, BORDER_CODES["constant"], fill, images.dtype, ctx.stream
-    )
+    out = _window(images, anchors, out_hw, "constant", fill, images.dtype, ctx.stream)
     return gpu_batch(out, batch.layout() or "HWC", ctx)
+
+
+def _describe(batch: Any, out_dtype: Any = None) -> Any:
+    """The batch as the window kernel reads it, or as CuPy samples for other types."""
+    if len(batch) and not kernel_reads(batch.dtype, out_dtype):
+        return describe_any(batch)
+    return describe_batch(batch)
+
+
+def _window(
+    images: Any,
+    anchors: np.ndarray,
+    out_hw: np.ndarray,
+    border: str,
+    fill: np.ndarray,
+    out_dtype: Any,
+    stream: Any,
+) -> Any:
+    """One window launch for the kernel's types; a CuPy gather per sample for the others."""
+    if isinstance(images, AnyImages):
+        return window_any(images, anchors, out_hw, border, fill, out_dtype, stream)
+    return window_batch(images, anchors, out_hw, BORDER_CODES[border], fill, out_dtype, stream)
 
 
 def paste_plan(

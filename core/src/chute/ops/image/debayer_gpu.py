@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu.batches import gpu_batch
 from chute.gpu.geometry_kernels import launch, output_offsets
 from chute.gpu.runtime import require_gpu
 from chute.gpu.typed_kernels import function, kind
@@ -117,5 +118,15 @@ def debayer(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         if len(table):
             kernel = function(_SOURCE, "debayer_bilinear", code, code, cupy.cuda.Device().id)
             launch(kernel, len(table), images.hw, (cupy.asarray(table.view(np.uint8)), out))
-    out_layout = "FHWC" if images.frames is not None else "HWC"
-    return frames_batch(images, out, images.hw, offsets, 3, out_layout, ctx, squeeze=False)
+    if images.frames is None:
+        return frames_batch(images, out, images.hw, offsets, 3, "HWC", ctx, squeeze=False)
+    result = frames_batch(images, out, images.hw, offsets, 3, "FHWC", ctx, squeeze=False)
+    if 0 not in images.frames:
+        return result
+    # a sequence without frames keeps its frame size, as on the CPU: (0, H, W, 3)
+    samples = batch.samples()
+    fixed = [
+        cupy.empty((0, *s.shape[1:3], 3), images.dtype) if f == 0 else r
+        for s, f, r in zip(samples, images.frames, result.samples())
+    ]
+    return gpu_batch(fixed, "FHWC", ctx)
