@@ -195,3 +195,36 @@ def test_check_walks_class_folders_with_a_progress_bar_and_a_summary_table(tmp_p
     report = json.loads(out)
     assert err == "" and report["files"] == 8 and report["formats"] == {"jpeg": 7, "png": 1}
     assert [(e["format"], e["category"]) for e in report["errors"]] == [("jpeg", "truncated")]
+
+
+def test_bench_tuning_settings_parse_into_a_tuning():
+    t = cli.tuning_from_strings(
+        ["hw_load=0.65", "gpu_lanes=3", "decoder_options.cuda_backend=hybrid"]
+    )
+    assert t.hw_load == 0.65 and t.gpu_lanes == 3
+    assert t.decoder_options == {"cuda_backend": "hybrid"}
+    assert cli.tuning_from_strings([]) == chute.runtime.tuning.current()
+
+
+@pytest.mark.parametrize(
+    "item, fragment",
+    [
+        ("hw_lod=0.5", "no setting 'hw_lod'"),
+        ("gpu_lanes", "expected NAME=VALUE"),
+        ("gpu_lanes=0", "Tuning.gpu_lanes must be an int >= 1"),
+    ],
+)
+def test_bench_rejects_a_bad_tuning_in_one_line(capsys, item, fragment):
+    err = _one_line_error(capsys, ["bench", "--tuning", item], "bench")
+    assert fragment in err
+
+
+def test_bench_runs_chute_under_the_given_tuning(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(
+        "chute.tools.benchmark.run_benchmark",
+        lambda *a, **k: seen.append(chute.runtime.tuning.current()),
+    )
+    assert main(["bench", "--data", str(tmp_path), "--tuning", "cpu_lanes=3"]) == 0
+    assert seen[0].cpu_lanes == 3
+    assert chute.runtime.tuning.current() == chute.runtime.tuning.DEFAULTS  # restored after

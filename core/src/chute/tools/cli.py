@@ -7,11 +7,16 @@ is no GPU) print one line, ``chute <command>: error: ...``, and exit with status
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
 import os
 import sys
 import time
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from chute.runtime.tuning import Tuning
+from chute.runtime.tuning import current as current_tuning
+from chute.runtime.tuning import use as use_tuning
 from chute.tools.check import positive_int
 
 DEFAULT_DATA = os.path.join(os.path.expanduser("~"), ".cache", "chute", "sample-imagenet")
@@ -147,21 +152,51 @@ def _bench(args: argparse.Namespace) -> int:
     _writable(args.json, "--json")
     _writable(args.png, "--png")
     device = _device(args.device)
+    settings = tuning_from_strings(args.tuning)
     data = args.data or make_imagenet_like(DEFAULT_DATA, n=args.n, progress=True)
-    run_benchmark(
-        data,
-        args.preset,
-        args.systems,
-        args.batch_size,
-        args.threads,
-        device,
-        args.warmup,
-        args.iters,
-        args.reps,
-        args.json,
-        args.png,
-    )
+    with use_tuning(settings):
+        run_benchmark(
+            data,
+            args.preset,
+            args.systems,
+            args.batch_size,
+            args.threads,
+            device,
+            args.warmup,
+            args.iters,
+            args.reps,
+            args.json,
+            args.png,
+        )
     return 0
+
+
+def tuning_from_strings(items: list[str]) -> Tuning:
+    """The current Tuning with ``NAME=VALUE`` changes (``decoder_options.KEY=VALUE`` too)."""
+    changes: dict[str, Any] = {}
+    options = dict(current_tuning().decoder_options)
+    fields = {f.name for f in dataclasses.fields(Tuning)}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--tuning {item!r}: expected NAME=VALUE")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text  # a bare word: a string
+        if name.startswith("decoder_options."):
+            options[name.split(".", 1)[1]] = value
+        elif name in fields and name != "decoder_options":
+            changes[name] = value
+        else:
+            raise UsageError(
+                f"--tuning {item!r}: no setting {name!r}; one of "
+                f"{', '.join(sorted(fields - {'decoder_options'}))} or decoder_options.KEY"
+            )
+    try:
+        return current_tuning().replace(**changes, decoder_options=options)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--tuning: {exc}") from None
 
 
 def _tfrecord2idx(args: argparse.Namespace) -> int:
@@ -230,6 +265,14 @@ def _parser() -> Parser:
     bench.add_argument("--reps", type=positive_int, default=3)
     bench.add_argument("--json", default=None, help="write the record as JSON here")
     bench.add_argument("--png", default=None, help="draw the bar chart here")
+    bench.add_argument(
+        "--tuning",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="engine setting for chute's systems (chute.runtime.tuning.Tuning field, or "
+        "decoder_options.KEY for the GPU decoder), repeatable; e.g. hw_load=0.65",
+    )
     bench.set_defaults(run=_bench)
 
     check.add_parser(sub)  # chute check PATH [--no-recursive] [--jobs N] [--all] [--json]
