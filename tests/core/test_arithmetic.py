@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chute import fn, pipeline_def
+from chute import fn, pipeline_def, types
 
 
 def run_expr(expr, *batches):
@@ -30,8 +30,12 @@ I32 = [np.array([1, -2], np.int32), np.array([3, 4], np.int32)]
 @pytest.mark.parametrize(
     ("expr", "inputs", "dtype", "reference"),
     [
-        (lambda a: a * 2, [U8], np.uint8, lambda a: a * np.uint8(2)),  # weak scalar keeps uint8
-        (lambda a: a + 1.5, [U8], np.float64, lambda a: a + 1.5),  # as numpy: uint8 + float -> f64
+        # DALI's constants: a Python int is int32 (no wrap-around), a float float32
+        (lambda a: a * 2, [U8], np.int32, lambda a: a.astype(np.int32) * 2),
+        (lambda a: a + 1.5, [U8], np.float32, lambda a: a.astype(np.float32) + np.float32(1.5)),
+        (lambda a: a - 300, [U8], np.int32, lambda a: a.astype(np.int32) - 300),
+        (lambda a: a * True, [U8], np.uint8, lambda a: a),
+        (lambda a: a * types.Constant(2, dtype=types.UINT8), [U8], np.uint8, lambda a: a * 2),
         (lambda a, b: a + b, [I32, F32], np.float32, lambda a, b: (a + b).astype(np.float32)),
         (lambda a, b: a * b, [I32, I32], np.int32, lambda a, b: a * b),
         (lambda a: a / 2, [I32], np.float32, lambda a: (a / 2).astype(np.float32)),
@@ -71,6 +75,8 @@ def test_comparisons_and_bitwise():
     assert out.dtype == np.bool_
     np.testing.assert_array_equal(out.at(0), [[False, True], [False, True]])
     out = run_expr(lambda a, b: (a & b) | 1, U8, U8)
+    assert out.dtype == np.int32  # the constant 1 is int32, as in DALI
+    out = run_expr(lambda a, b: (a & b) | types.Constant(1, dtype=types.UINT8), U8, U8)
     assert out.dtype == np.uint8
     out = run_expr(lambda a: (a == 0) ^ (a == 255), U8)
     np.testing.assert_array_equal(out.at(1), [[True, True], [False, False]])

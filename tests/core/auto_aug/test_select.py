@@ -103,7 +103,7 @@ def test_a_plain_int_index_applies_one_augmentation_to_all():
 def invert_if_dark(data, _):
     """One's own augmentation with an `if` on a per-sample value."""
     if fn.reductions.mean(data) < 128:
-        data = 255 - data
+        data = types.Constant(255, dtype=types.UINT8) - data  # 255 alone is int32, as in DALI
     return data
 
 

@@ -1,10 +1,13 @@
 """Arithmetic, comparison, bitwise and math operators on DataNodes.
 
-Promotion follows NumPy (Python scalars are "weak": ``uint8 * 2`` stays
-uint8) with two exceptions taken from DALI: an integer mixed with a float
-gives that float type (``int32 + float32 -> float32``, not float64), and true
-division or a float function (sqrt, exp, ...) of integers gives float32.
-Broadcasting is NumPy's, per sample.
+Type promotion is DALI's (its "Type Promotion Rules", checked against DALI 2.4): a
+Python ``int`` is an int32 constant, a ``float`` a float32 one and a ``bool`` a bool
+one, so ``uint8 * 2`` is int32 (no wrap-around) and ``uint8 + 0.5`` float32; with a
+float operand the result is the widest float operand (``int32 + float32 -> float32``);
+integers promote as NumPy's table says except int64 with uint64, which stays int64;
+true division and the float functions (sqrt, exp, ...) of integers give float32.
+Operands are converted to the result type before the operation. Broadcasting is
+NumPy's, per sample.
 """
 
 from __future__ import annotations
@@ -90,27 +93,45 @@ OPERATIONS: dict[str, tuple[Callable, str]] = {
 }
 
 
+def constant_dtype(value: Any) -> np.dtype:
+    """The type DALI gives a constant operand: int32 for a Python int (int64 / uint64 when
+    it does not fit), float32 for a float, bool for a bool, an array's own type."""
+    if isinstance(value, np.dtype):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype
+    if isinstance(value, bool):
+        return _BOOL
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return np.dtype(np.int32)
+        return np.dtype(np.int64) if value < 2**63 else np.dtype(np.uint64)
+    if isinstance(value, float):
+        return _F32
+    raise TypeError(f"cannot use a {type(value).__name__} in pipeline arithmetic")
+
+
+def _promote(dtypes: list[np.dtype]) -> np.dtype:
+    floats = [d for d in dtypes if d.kind == "f"]
+    if floats:  # the widest float operand; integers do not widen it
+        return np.result_type(*floats)
+    promoted = np.result_type(*dtypes)
+    return np.dtype(np.int64) if promoted.kind == "f" else promoted  # int64 with uint64
+
+
 def result_dtype(op: str, operands: list[np.dtype | Any]) -> np.dtype:
-    """The output dtype of ``op`` for operand dtypes (np.dtype) and Python scalar constants."""
+    """The output dtype of ``op`` for operand dtypes (np.dtype) and constants."""
     kind = OPERATIONS[op][1]
-    dtypes = [d for d in operands if isinstance(d, np.dtype)]
-    scalars = [d for d in operands if not isinstance(d, np.dtype)]
+    dtypes = [constant_dtype(d) for d in operands]
     if kind == "bool":
         return _BOOL
-    if kind == "first":
+    if kind in ("first", "same"):
         return dtypes[0]
     if kind == "int":
         for d in dtypes:
             if d.kind not in "biu":
                 raise TypeError(f"bitwise operator '{op}' needs integer or bool operands, got {d}")
-        return np.result_type(*dtypes, *scalars)
-    if kind == "same":
-        return dtypes[0]
-    floats = [d for d in dtypes if d.kind == "f"]
-    if floats and len(floats) < len(dtypes):
-        promoted = np.result_type(*floats, *scalars)
-    else:
-        promoted = np.result_type(*dtypes, *scalars)
+    promoted = _promote(dtypes)
     if kind == "float" and promoted.kind != "f":
         return _F32
     return promoted
@@ -155,11 +176,12 @@ class Arithmetic(Operator):
         op = args["op"]
         func = OPERATIONS[op][0]
         values = _operands(args["template"], list(inputs))
-        dtype = result_dtype(op, [v.dtype if isinstance(v, np.ndarray) else v for v in values])
-        if OPERATIONS[op][1] == "float":
-            values = [
-                v.astype(dtype, copy=False) if isinstance(v, np.ndarray) else v for v in values
-            ]
+        values = [
+            v if isinstance(v, np.ndarray) else np.asarray(v, constant_dtype(v)) for v in values
+        ]
+        dtype = result_dtype(op, [v.dtype for v in values])
+        if OPERATIONS[op][1] in ("float", "promote", "int"):
+            values = [v.astype(dtype, copy=False) for v in values]
         try:
             with np.errstate(all="ignore"):
                 out = func(*values)
@@ -180,9 +202,9 @@ def _operands(template: tuple, inputs: list) -> list:
 
 def _constant(x: Any) -> Any:
     if isinstance(x, ScalarConstant):  # types.Constant(2, types.UINT8): typed
-        return x.value if x.dtype is None else x.as_array()
-    if isinstance(x, (bool, int, float)):
-        return x
+        return _constant(x.value) if x.dtype is None else x.as_array()
+    if isinstance(x, (bool, int, float)):  # DALI's constant types (constant_dtype)
+        return np.asarray(x, constant_dtype(x))
     if isinstance(x, (np.generic, np.ndarray, list, tuple)):
         return np.asarray(x)
     raise TypeError(f"cannot use a {type(x).__name__} in pipeline arithmetic")

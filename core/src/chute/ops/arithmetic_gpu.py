@@ -14,7 +14,7 @@ import numpy as np
 
 from chute.gpu.batches import gpu_batch
 from chute.gpu.runtime import require_gpu
-from chute.ops.arithmetic import OPERATIONS, result_dtype
+from chute.ops.arithmetic import OPERATIONS, constant_dtype, result_dtype
 
 __all__ = ["arithmetic", "operand_dtypes"]
 
@@ -74,34 +74,14 @@ _UFUNCS = {
 def operand_dtypes(op: str, operands: list) -> tuple[np.dtype, list]:
     """(result dtype, the dtype each constant operand is given on the GPU) of ``op``.
 
-    ``operands`` holds np.dtype for data and the constants themselves. Python scalars
-    take the dtype NumPy computes them in next to the arrays (NEP 50), so that CuPy's
-    array-only promotion picks NumPy's loop; constant arrays keep theirs (cast to the
-    result for float operations, as on the CPU).
+    ``operands`` holds np.dtype for data and the constants themselves. Constants take
+    DALI's types (arithmetic.constant_dtype: a Python int is int32, a float float32),
+    converted to the result for float operations, as on the CPU.
     """
     kind = OPERATIONS[op][1]
     consts = [c for c in operands if not isinstance(c, np.dtype)]
-    result = result_dtype(op, [c.dtype if isinstance(c, np.ndarray) else c for c in operands])
-    arrays = [d for d in operands if isinstance(d, np.dtype)]
-    arrays += [c.dtype for c in consts if isinstance(c, np.ndarray)]
-    if kind == "float":
-        arrays = [result]
-    scalars = [c for c in consts if not isinstance(c, np.ndarray)]
-    loop = np.result_type(*arrays, *scalars)
-    given = []
-    for c in consts:
-        if isinstance(c, np.ndarray):
-            given.append(result if kind == "float" else c.dtype)
-            continue
-        try:
-            np.asarray(c, loop)
-            given.append(loop)
-        except OverflowError:
-            if kind != "bool":
-                raise
-            # comparisons take any Python int (NumPy compares the true values)
-            given.append(np.result_type(*arrays, np.asarray(c).dtype))
-    return result, given
+    result = result_dtype(op, operands)
+    return result, [result if kind == "float" else constant_dtype(c) for c in consts]
 
 
 def arithmetic(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
@@ -112,17 +92,18 @@ def arithmetic(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     operands = [inputs[t].dtype if isinstance(t, int) else t[1] for t in template]
     result, const_dtypes = operand_dtypes(name, operands)
     float_kind = OPERATIONS[name][1] == "float"
+    convert = OPERATIONS[name][1] in ("float", "promote", "int")  # operands to the result
     n = len(inputs[0])
     with ctx.stream:
         consts = iter(const_dtypes)
         host = [t if isinstance(t, int) else np.asarray(t[1], next(consts)) for t in template]
         if dense:
             data = [b.as_array() for b in inputs]
-            out = _compute(cp, name, host, data, result, float_kind)
+            out = _compute(cp, name, host, data, result, float_kind, convert)
         else:
             data = [b.samples() for b in inputs]  # ragged: one call per sample
             out = [
-                _compute(cp, name, host, [d[i][None] for d in data], result, float_kind)[0]
+                _compute(cp, name, host, [d[i][None] for d in data], result, float_kind, convert)[0]
                 for i in range(n)
             ]
     # the layout of an operand with the most dims, as Arithmetic.infer says
@@ -131,7 +112,15 @@ def arithmetic(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     return gpu_batch(out, layouts[0] if layouts else "", ctx)
 
 
-def _compute(cp: Any, name: str, host: list, data: list, result: np.dtype, float_kind: bool) -> Any:
+def _compute(
+    cp: Any,
+    name: str,
+    host: list,
+    data: list,
+    result: np.dtype,
+    float_kind: bool,
+    convert: bool = False,
+) -> Any:
     """One ufunc call over stacked operands (batch axis first); returns (N, ...) ``result``."""
     ndims = [d.ndim - 1 for d in data] + [h.ndim for h in host if isinstance(h, np.ndarray)]
     rank = max(ndims)
@@ -142,6 +131,8 @@ def _compute(cp: Any, name: str, host: list, data: list, result: np.dtype, float
             values.append(x.reshape(x.shape[:1] + (1,) * (rank + 1 - x.ndim) + x.shape[1:]))
         else:
             values.append(cp.asarray(h.reshape((1,) * (rank + 1 - h.ndim) + h.shape)))
+    if convert:
+        values = [v.astype(result, copy=False) for v in values]
     dtype = {"dtype": result} if float_kind else {}
     try:
         if name == "clamp":
