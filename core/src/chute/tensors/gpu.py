@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from chute.tensors.cpu import TensorListCPU
-from chute.tensors.tensor import TensorCPU, check_layout, is_capsule, reinterpreted
+from chute.tensors.tensor import (
+    SampleTensor,
+    TensorCPU,
+    check_layout,
+    is_capsule,
+    reinterpreted,
+)
 
 
 def device_array(data: Any, what: str) -> Any:
@@ -36,7 +42,7 @@ def device_array(data: Any, what: str) -> Any:
     )
 
 
-class TensorGPU:
+class TensorGPU(SampleTensor):
     """One sample in device memory, as DALI's ``TensorListGPU[i]`` gives it (a CuPy view).
 
     Made from a CuPy array, a DLPack capsule, or an object with ``__dlpack__`` or
@@ -57,24 +63,6 @@ class TensorGPU:
         self._array = device_array(array, "TensorGPU")
         self._layout = check_layout(layout, self._array.ndim, "TensorGPU")
         self._batch = batch  # orders consumers after the work that produced the batch
-
-    def shape(self) -> list[int]:
-        return list(self._array.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._array.dtype
-
-    def layout(self) -> str:
-        return self._layout
-
-    def set_layout(self, layout: str | None) -> None:
-        """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
-        self._layout = check_layout(layout, self._array.ndim, "TensorGPU.set_layout")
-
-    def reinterpret(self, new_type: Any) -> None:
-        """View the elements as ``new_type`` of the same size, in place (no copy)."""
-        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorGPU"))
 
     def as_array(self) -> Any:
         """The sample as a CuPy array (no copy)."""
