@@ -17,6 +17,7 @@ from chute.ops.readers.records import (
     RecordError,
     RecordSource,
     check_record_args,
+    filtered_file_args,
     list_filtered_files,
     on_error_of,
 )
@@ -48,16 +49,7 @@ class FitsReader(Operator):
         name="experimental.readers.fits",
         num_outputs=1,
         args=(
-            Arg("file_root", "str", None, "Folder of the files.", per_sample=False),
-            Arg(
-                "file_filter",
-                "str",
-                "*.fits",
-                "Glob of the files to take from file_root.",
-                per_sample=False,
-            ),
-            Arg("file_list", "str", None, "Text file of paths, one a line.", per_sample=False),
-            Arg("files", "str_list", None, "File paths.", per_sample=False),
+            *filtered_file_args("*.fits"),
             Arg(
                 "hdu_indices",
                 "int_list",
