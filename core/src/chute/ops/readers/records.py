@@ -254,3 +254,20 @@ class RecordSource(ShardedSource):
         """Release files and connections (the pipeline closes its sources)."""
         if self.pool is not None:
             self.pool.close()
+
+
+class FileRecordSource(RecordSource):
+    """A record reader whose records are whole files: record i is ``paths[i]``, read through
+    ``files`` (a :class:`FileCache` that fetches a batch's remote files together)."""
+
+    paths: list[str]
+    files: FileCache
+
+    def source_info(self, index: int) -> str:
+        return self.paths[index]
+
+    def begin_batch(self, indices: list[int]) -> None:
+        self.files.fetch([self.paths[i] for i in indices])
+
+    def end_batch(self) -> None:
+        self.files.clear()
