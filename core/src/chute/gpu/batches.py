@@ -87,8 +87,9 @@ def _decoded_images_class() -> type:
         """Decoded HWC images as the decoders returned them: a TensorListGPU of samples kept
         as given (its ``shapes=`` path), CuPy views made when a sample is asked for.
 
-        As before the views were made lazily, ``batch[i]`` and ``as_tensor()`` give CuPy
-        arrays; ``gather`` keeps what region decoding noted (ops/geometry/gpu_fusion.py).
+        Unlike a plain TensorListGPU, ``batch[i]`` and ``as_tensor()`` give CuPy arrays
+        (as decoded batches always have); ``gather`` keeps the staging buffers and what
+        region decoding noted (``origins``, ``full_shapes``: ops/geometry/gpu_fusion.py).
         """
 
         def __getitem__(self, i: int) -> Any:
