@@ -9,18 +9,19 @@ hardware/CUDA split, CPU-only OpenCV decoding, hybrid GPU + CPU splits), the fus
 kernels alone, the full training path (ROI decode of a random-resized-crop window +
 one fused resize/flip/normalize/fp16 launch, double-buffered with threads), and
 torchvision.io.decode_jpeg(device="cuda") + per-image torch ops as an anchor.
+
+The decode measurements are in gpu_path_decode.py, what the parts share in
+gpu_path_common.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,179 +29,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "core" / "src"))
 
-from chute.gpu.jpeg import BatchDecoder, _decode_and_upload
+from gpu_path_common import (
+    JSON_PATH,
+    MEAN,
+    RESULTS,
+    STD,
+    batches,
+    guarded,
+    load_jpegs,
+    record,
+    rrc_windows,
+)
+from gpu_path_decode import bench_decode, bench_overhead
+
+from chute.gpu.jpeg import BatchDecoder
 from chute.gpu.kernels import (
     crop_mirror_normalize_batch,
     resize_batch,
     resize_crop_mirror_normalize,
     sizes_for_shorter_side,
 )
-
-MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
-RESULTS: list[dict] = []
-
-
-def rrc_windows(
-    shapes: np.ndarray, rng: np.random.Generator, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)
-):
-    """Return (N, 4) int windows (y, x, h, w) drawn like torchvision's RandomResizedCrop."""
-    n, tries = len(shapes), 10
-    hgt, wid = shapes[:, :1].astype(np.float64), shapes[:, 1:2].astype(np.float64)
-    area = hgt * wid * rng.uniform(scale[0], scale[1], (n, tries))
-    aspect = np.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1]), (n, tries)))
-    w = np.round(np.sqrt(area * aspect))
-    h = np.round(np.sqrt(area / aspect))
-    ok = (w > 0) & (w <= wid) & (h > 0) & (h <= hgt)
-    first = np.where(ok.any(1), ok.argmax(1), -1)
-    out = np.zeros((n, 4), np.int64)
-    for i in range(n):
-        H, W = int(shapes[i, 0]), int(shapes[i, 1])
-        if first[i] >= 0:
-            hh, ww = int(h[i, first[i]]), int(w[i, first[i]])
-            out[i] = rng.integers(0, H - hh + 1), rng.integers(0, W - ww + 1), hh, ww
-        else:  # torchvision's fallback: a centre crop with the ratio clamped
-            r = W / H
-            ww, hh = (
-                (W, round(W / ratio[0]))
-                if r < ratio[0]
-                else ((round(H * ratio[1]), H) if r > ratio[1] else (W, H))
-            )
-            out[i] = (H - hh) // 2, (W - ww) // 2, hh, ww
-    return out
-
-
-def load_jpegs(folder: str, n: int) -> list[bytes]:
-    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
-    data = [p.read_bytes() for p in files]
-    return [data[i % len(data)] for i in range(n)]
-
-
-JSON_PATH: list[str] = []
-
-
-def dump() -> None:
-    """Write what was measured so far (a crash later keeps the earlier numbers)."""
-    if JSON_PATH:
-        Path(JSON_PATH[0]).write_text(json.dumps({"partial": True, "results": RESULTS}, indent=1))
-
-
-def record(name: str, imgs: int, secs: float, **extra) -> dict:
-    r = {
-        "name": name,
-        "images": imgs,
-        "seconds": round(secs, 4),
-        "img_per_s": round(imgs / secs, 1),
-        **extra,
-    }
-    RESULTS.append(r)
-    print(f"  {name:58s} {r['img_per_s']:9.0f} img/s  {extra if extra else ''}", flush=True)
-    dump()
-    return r
-
-
-def guarded(fn):
-    def run(*a, **k):
-        try:
-            return fn(*a, **k)
-        except Exception as e:
-            traceback.print_exc()
-            RESULTS.append({"name": f"{fn.__name__}{a[:1]}", "error": f"{type(e).__name__}: {e}"})
-            return None
-
-    return run
-
-
-def batches(data: list[bytes], bs: int):
-    return [data[i : i + bs] for i in range(0, len(data), bs)]
-
-
-@guarded
-def bench_decode(label: str, data, bs, cupy, roi: bool, threads: int = 1, **cfg):
-    """Decode-only throughput; ``threads`` decoders run alternate batches concurrently."""
-    decs = [BatchDecoder(0, **cfg) for _ in range(threads)]
-    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(threads)]
-    rng = np.random.default_rng(0)
-    parsed = [decs[0].parse(b) for b in batches(data, bs)]
-    rois = [rrc_windows(p.shapes, rng) if roi else None for p in parsed]
-    for p, r in zip(parsed, rois):
-        decs[0].prepare(p, r)  # header and ROI host work belong to the prep thread
-    t_call = [0.0] * threads
-    sources: dict[str, int] = {}
-
-    def work(j: int, idx: list[int]) -> int:
-        errors = 0
-        for i in idx:
-            t0 = time.perf_counter()
-            out = decs[j].decode(parsed[i], stream=streams[j], as_cupy=False)
-            t_call[j] += time.perf_counter() - t0
-            streams[j].synchronize()
-            errors += sum(e is not None for e in out.errors)
-            for src in out.sources:
-                sources[src] = sources.get(src, 0) + 1
-        return errors
-
-    work(0, [0])  # warm-up: allocations, HW decoder state
-    for j in range(1, threads):
-        work(j, [0])
-    t_call[:] = [0.0] * threads
-    sources.clear()
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(threads) as ex:
-        errs = sum(
-            ex.map(
-                work, range(threads), [list(range(j, len(parsed), threads)) for j in range(threads)]
-            )
-        )
-    dt = time.perf_counter() - t0
-    r = record(
-        label,
-        len(data),
-        dt,
-        roi=roi,
-        threads=threads,
-        errors=errs,
-        call_s=round(sum(t_call), 3),
-        sources=sources,
-        **cfg,
-    )
-    for d in decs:
-        d.close()
-    return r
-
-
-@guarded
-def bench_cpu_decode(data, bs, cupy, workers: int, roi: bool):
-    """OpenCV decode + crop + pinned upload on ``workers`` threads, no GPU decoding."""
-    stream = cupy.cuda.Stream(non_blocking=True)
-    rng = np.random.default_rng(0)
-    dec = BatchDecoder(0)
-    parsed = [dec.parse(b) for b in batches(data, bs)]
-    rois = [rrc_windows(p.shapes, rng) if roi else [None] * len(p.encoded) for p in parsed]
-    with ThreadPoolExecutor(workers) as ex:
-        list(
-            ex.map(
-                lambda a: _decode_and_upload(cupy, 0, a[0], a[1], "RGB", stream),
-                zip(parsed[0].encoded, rois[0]),
-            )
-        )
-        t0 = time.perf_counter()
-        for p, r in zip(parsed, rois):
-            outs = list(
-                ex.map(
-                    lambda a: _decode_and_upload(cupy, 0, a[0], a[1], "RGB", stream),
-                    zip(p.encoded, r),
-                )
-            )
-            stream.synchronize()
-            del outs
-        dt = time.perf_counter() - t0
-    return record(
-        f"cpu decode opencv {workers} threads{' roi' if roi else ''}",
-        len(data),
-        dt,
-        workers=workers,
-    )
 
 
 def make_train_step(cupy, kernel_stream):
@@ -296,53 +144,6 @@ def bench_train(label: str, data, bs, cupy, decoders: int = 1, ahead: int = 2, *
     prep_pool.shutdown()
     dec_pool.shutdown()
     return r
-
-
-@guarded
-def bench_overhead(data, bs, cupy):
-    """Host time per batch of the Python-side steps around nvImageCodec."""
-    from nvidia import nvimgcodec as nv
-
-    dec = BatchDecoder(0, hw_decoder_load=1.0)
-    rng = np.random.default_rng(4)
-    batch = data[:bs]
-    t0 = time.perf_counter()
-    p = dec.parse(batch)
-    t_parse = time.perf_counter() - t0
-    win = rrc_windows(p.shapes, rng)
-    t0 = time.perf_counter()
-    rrc_windows(p.shapes, rng)
-    t_win = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    subs = [
-        cs.get_sub_code_stream(region=nv.Region(int(y), int(x), int(y + h), int(x + w)))
-        for cs, (y, x, h, w) in zip(p.streams, win)
-    ]
-    t_sub = time.perf_counter() - t0
-    decoder = dec._groups["hw"][0]
-    stream = cupy.cuda.Stream(non_blocking=True)
-    images = decoder.decode(subs, cuda_stream=stream.ptr)
-    t0 = time.perf_counter()
-    images = decoder.decode(subs, cuda_stream=stream.ptr)
-    t_call = time.perf_counter() - t0
-    stream.synchronize()
-    t0 = time.perf_counter()
-    with stream:
-        arrs = [cupy.from_dlpack(im) for im in images]
-    t_dl = time.perf_counter() - t0
-    r = {
-        "name": f"host overhead per batch of {bs} (ms)",
-        "parse": t_parse * 1e3,
-        "rrc_windows": t_win * 1e3,
-        "sub_code_streams": t_sub * 1e3,
-        "hw_decode_call": t_call * 1e3,
-        "from_dlpack": t_dl * 1e3,
-    }
-    r = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
-    RESULTS.append(r)
-    print(f"  {r}", flush=True)
-    del arrs
-    dec.close()
 
 
 @guarded

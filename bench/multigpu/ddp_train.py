@@ -8,6 +8,8 @@ fresh DistributedDataParallel model for ``--warmup`` + ``--steps`` steps on ever
 - chute: ``chute.torch.DataIterator`` given a callable train pipeline (bench's train
   preset: random-resized-crop 224, flip, normalize, fp16 CHW, decoded on the GPU); its
   shard and GPU come from torch.distributed and LOCAL_RANK;
+- chute@NAME=VALUE;...: the same under chute engine settings (chute.runtime.tuning, as
+  ``chute bench --tuning``), e.g. ``chute@switch_interval=None;gpu_lanes=1``;
 - dali: DALI's ``DALIGenericIterator`` over the same pipeline (when nvidia.dali imports);
 - torchvision: ``ImageFolder`` + ``RandomResizedCrop`` / flip in DataLoader workers
   (Pillow), a ``DistributedSampler``, pinned memory, normalized on the GPU.
@@ -138,6 +140,13 @@ def batches_for(name: str, args: argparse.Namespace, rank: int, world: int, gpu:
     device = torch.device("cpu") if gpu is None else torch.device("cuda", gpu)
     if name == "chute":
         return endless(chute_loader(args.data, args.batch_size, args.threads, gpu is not None))
+    if name.startswith("chute@"):  # chute under engine settings: chute@switch_interval=None;...
+        from chute.runtime.tuning import use
+        from chute.tools.cli import tuning_from_strings
+
+        with use(tuning_from_strings([x for x in name[6:].split(";") if x])):
+            loader = chute_loader(args.data, args.batch_size, args.threads, gpu is not None)
+        return endless(loader)
     if name == "dali":
         return endless(dali_loader(args.data, args.batch_size, args.threads, gpu, rank, world))
     if name == "torchvision":
@@ -145,7 +154,7 @@ def batches_for(name: str, args: argparse.Namespace, rank: int, world: int, gpu:
             args.data, args.batch_size, args.workers, rank, world, gpu is not None
         )
         return torchvision_batches(loader, sampler, device)
-    raise ValueError(f"unknown loader {name!r}: chute, dali or torchvision")
+    raise ValueError(f"unknown loader {name!r}: chute, chute@NAME=VALUE;..., dali or torchvision")
 
 
 def train(name: str, args: argparse.Namespace, rank: int, world: int, gpu: int | None) -> dict:

@@ -10,13 +10,9 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _parity import FLOAT_IMAGES, IMAGES, Case, compare, encoded
+from _harness import FLOAT_IMAGES, IMAGES, Case, compare, encoded, params, xfail
 
 GRAY = "RGB to gray conversion rounds differently: about half the pixels 1 apart"
-
-
-def xfail(case: Case) -> object:
-    return pytest.param(case, id=case.name, marks=pytest.mark.xfail(strict=True, reason=case.why))
 
 
 def decode(fmt: str, output_type: str = "RGB", **options: object) -> list[Case]:
@@ -179,20 +175,16 @@ REDUCTIONS = [
 ]
 
 
-def cases(table: list) -> list:
-    return [c if not isinstance(c, Case) else pytest.param(c, id=c.name) for c in table]
-
-
-@pytest.mark.parametrize("case", cases(DECODERS))
+@pytest.mark.parametrize("case", params(DECODERS))
 def test_decoders_match_dali(case: Case) -> None:
     compare(case)
 
 
-@pytest.mark.parametrize("case", cases(MATH))
+@pytest.mark.parametrize("case", params(MATH))
 def test_arithmetic_and_tensor_ops_match_dali(case: Case) -> None:
     compare(case)
 
 
-@pytest.mark.parametrize("case", cases(REDUCTIONS))
+@pytest.mark.parametrize("case", params(REDUCTIONS))
 def test_reductions_match_dali(case: Case) -> None:
     compare(case)

@@ -2,7 +2,7 @@
 
 Each case builds one pipeline body twice, once with ``nvidia.dali`` and once with ``chute``
 (the same code: only the module differs), feeds both the same batches through
-``fn.external_source`` and compares every output sample. For fn.random_bbox_crop, whose window
+``L.fn.external_source`` and compares every output sample. For L.fn.random_bbox_crop, whose window
 is random, the windows DALI chose are replayed through chute's pruning and remapping (and the
 fully determined configurations are compared end to end).
 
@@ -13,54 +13,24 @@ dependencies, then ``PYTHONPATH=core/src V/bin/python -m pytest tests/dali_parit
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-dali = pytest.importorskip("nvidia.dali")
+pytest.importorskip("nvidia.dali")
 
-import chute  # noqa: E402
-from chute.ops.detection import bbox_kernels  # noqa: E402
-from chute.ops.detection.random_bbox_crop import CropSearch, _prune  # noqa: E402
+from _harness import DALI, Case, compare, run
+
+from chute.ops.detection import bbox_kernels
+from chute.ops.detection.random_bbox_crop import CropSearch, _prune
 
 BATCH = 4
 
 
-def _constant(batch: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
-    return lambda: batch
-
-
-def _run(lib: Any, body: Callable, data: list[list[np.ndarray]], **pipe_args: Any) -> list:
-    """Runs ``body(fn, *sources)`` once with library ``lib``; returns outputs as lists of arrays."""
-    fn = lib.fn
-
-    @lib.pipeline_def(batch_size=len(data[0]), num_threads=1, device_id=None, seed=7, **pipe_args)
-    def pipe():
-        sources = [fn.external_source(source=_constant(d)) for d in data]
-        out = body(fn, *sources)
-        return tuple(out) if isinstance(out, (list, tuple)) else out
-
-    p = pipe()
-    p.build()
-    outs = p.run()
-    return [[np.asarray(o.at(i)) for i in range(len(data[0]))] for o in outs]
-
-
-def _both(body: Callable, data: list[list[np.ndarray]], **pipe_args: Any) -> tuple[list, list]:
-    return _run(dali, body, data, **pipe_args), _run(chute, body, data, **pipe_args)
-
-
-def _assert_same(ours: list, theirs: list, atol: float = 1e-5) -> None:
-    assert len(ours) == len(theirs)
-    for k, (a_out, b_out) in enumerate(zip(ours, theirs)):
-        for i, (a, b) in enumerate(zip(a_out, b_out)):
-            assert a.shape == b.shape, f"output {k} sample {i}: {a.shape} vs DALI {b.shape}"
-            if a.dtype.kind == "f" or b.dtype.kind == "f":
-                np.testing.assert_allclose(a, b, atol=atol, err_msg=f"output {k} sample {i}")
-            else:
-                np.testing.assert_array_equal(a, b, err_msg=f"output {k} sample {i}")
+def _case(name: str, define: Any, data: list[list[np.ndarray]], atol: float = 1e-5) -> Case:
+    """``define(L, *sources)`` on one external_source per batch of ``data`` (no layout)."""
+    return Case(name, define, data[0], atol=atol, layout=None, more_inputs=data[1:])
 
 
 def _boxes(seed: int, ltrb: bool = True) -> list[np.ndarray]:
@@ -89,18 +59,24 @@ def _scalars(values: list, dtype: Any) -> list[np.ndarray]:
 @pytest.mark.parametrize("horizontal,vertical", [(1, 0), (0, 1), (1, 1), (0, 0)])
 def test_bb_flip(ltrb, horizontal, vertical):
     data = [_boxes(1, ltrb)]
-    ours, theirs = _both(
-        lambda fn, b: fn.bb_flip(b, ltrb=ltrb, horizontal=horizontal, vertical=vertical), data
+    compare(
+        _case(
+            "bb_flip",
+            lambda L, b: L.fn.bb_flip(b, ltrb=ltrb, horizontal=horizontal, vertical=vertical),
+            data,
+        )
     )
-    _assert_same(ours, theirs)
 
 
 def test_bb_flip_per_sample_arguments():
     data = [_boxes(2), _scalars([1, 0, 1, 0], np.int32), _scalars([0, 1, 1, 0], np.int32)]
-    ours, theirs = _both(
-        lambda fn, b, h, v: fn.bb_flip(b, ltrb=True, horizontal=h, vertical=v), data
+    compare(
+        _case(
+            "bb_flip_per_sample_arguments",
+            lambda L, b, h, v: L.fn.bb_flip(b, ltrb=True, horizontal=h, vertical=v),
+            data,
+        )
     )
-    _assert_same(ours, theirs)
 
 
 @pytest.mark.parametrize("ltrb", [True, False])
@@ -111,10 +87,13 @@ def test_bbox_paste(ltrb):
         _scalars([0.0, 0.25, 1.0, 0.5], np.float32),
         _scalars([1.0, 0.75, 0.0, 0.5], np.float32),
     ]
-    ours, theirs = _both(
-        lambda fn, b, r, x, y: fn.bbox_paste(b, ratio=r, paste_x=x, paste_y=y, ltrb=ltrb), data
+    compare(
+        _case(
+            "bbox_paste",
+            lambda L, b, r, x, y: L.fn.bbox_paste(b, ratio=r, paste_x=x, paste_y=y, ltrb=ltrb),
+            data,
+        )
     )
-    _assert_same(ours, theirs)
 
 
 def _anchors(n: int = 60) -> list[float]:
@@ -144,10 +123,14 @@ def test_box_encoder(kwargs):
     boxes = _boxes(4)
     labels = [np.arange(1, len(b) + 1, dtype=np.int32) for b in boxes]
     anchors = _anchors()
-    ours, theirs = _both(
-        lambda fn, b, lab: fn.box_encoder(b, lab, anchors=anchors, **kwargs), [boxes, labels]
+    compare(
+        _case(
+            "box_encoder",
+            lambda L, b, lab: L.fn.box_encoder(b, lab, anchors=anchors, **kwargs),
+            [boxes, labels],
+            atol=1e-4,
+        )
     )
-    _assert_same(ours, theirs, atol=1e-4)
 
 
 def _crop_inputs(seed: int) -> list[list[np.ndarray]]:
@@ -161,26 +144,30 @@ def _crop_inputs(seed: int) -> list[list[np.ndarray]]:
 
 def test_random_bbox_crop_whole_window_is_deterministic():
     """scaling [1, 1] and aspect ratio [1, 1]: the only window is the whole input."""
-    ours, theirs = _both(
-        lambda fn, b, lab: fn.random_bbox_crop(
-            b, lab, thresholds=[0.0], scaling=[1.0, 1.0], aspect_ratio=[1.0, 1.0],
-            allow_no_crop=False, bbox_layout="xyXY", output_bbox_indices=True,
-        ),
-        _crop_inputs(6),
+    compare(
+        _case(
+            "random_bbox_crop_whole_window_is_deterministic",
+            lambda L, b, lab: L.fn.random_bbox_crop(
+                b, lab, thresholds=[0.0], scaling=[1.0, 1.0], aspect_ratio=[1.0, 1.0],
+                allow_no_crop=False, bbox_layout="xyXY", output_bbox_indices=True,
+            ),
+            _crop_inputs(6),
+        )
     )  # fmt: skip
-    _assert_same(ours, theirs)
 
 
 def test_random_bbox_crop_fixed_crop_shape_equal_to_input():
     """crop_shape == input_shape: the anchor can only be 0 (absolute coordinates)."""
-    ours, theirs = _both(
-        lambda fn, b, lab: fn.random_bbox_crop(
-            b, lab, thresholds=[0.0], crop_shape=[40, 30], input_shape=[40, 30],
-            allow_no_crop=False, bbox_layout="xyXY", output_bbox_indices=True,
-        ),
-        _crop_inputs(7),
+    compare(
+        _case(
+            "random_bbox_crop_fixed_crop_shape_equal_to_input",
+            lambda L, b, lab: L.fn.random_bbox_crop(
+                b, lab, thresholds=[0.0], crop_shape=[40, 30], input_shape=[40, 30],
+                allow_no_crop=False, bbox_layout="xyXY", output_bbox_indices=True,
+            ),
+            _crop_inputs(7),
+        )
     )  # fmt: skip
-    _assert_same(ours, theirs)
 
 
 @pytest.mark.parametrize("prune", [None, 0.5])
@@ -188,14 +175,18 @@ def test_random_bbox_crop_windows_prune_and_remap_as_dali(prune):
     """DALI's random windows, replayed through chute's pruning and box remapping."""
     extra = {} if prune is None else {"bbox_prune_threshold": prune}
     data = _crop_inputs(8)
-    (anchor, shape, boxes, labels, indices) = _run(
-        dali,
-        lambda fn, b, lab: fn.random_bbox_crop(
-            b, lab, thresholds=[0.1, 0.3, 0.5], scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0],
-            allow_no_crop=False, bbox_layout="xyXY", output_bbox_indices=True, num_attempts=20,
-            total_num_attempts=200, all_boxes_above_threshold=False, **extra,
+    (anchor, shape, boxes, labels, indices) = run(
+        DALI,
+        _case(
+            "random_bbox_crop",
+            lambda L, b, lab: L.fn.random_bbox_crop(
+                b, lab, thresholds=[0.1, 0.3, 0.5], scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0],
+                allow_no_crop=False, bbox_layout="xyXY", output_bbox_indices=True,
+                num_attempts=20, total_num_attempts=200, all_boxes_above_threshold=False,
+                **extra,
+            ),
+            data,
         ),
-        data,
     )  # fmt: skip
     search = CropSearch(thresholds=(0.1, 0.3, 0.5), bbox_prune_threshold=prune)
     for i in range(BATCH):
@@ -223,8 +214,9 @@ def test_random_bbox_crop_windows_prune_and_remap_as_dali(prune):
 def test_coord_transform(kwargs, ndim):
     rng = np.random.default_rng(9)
     pts = [rng.uniform(-5, 5, (n, ndim)).astype(np.float32) for n in (5, 1, 0, 7)]
-    ours, theirs = _both(lambda fn, p: fn.coord_transform(p, **kwargs), [pts])
-    _assert_same(ours, theirs, atol=1e-4)
+    compare(
+        _case("coord_transform", lambda L, p: L.fn.coord_transform(p, **kwargs), [pts], atol=1e-4)
+    )
 
 
 @pytest.mark.parametrize(
@@ -239,8 +231,7 @@ def test_coord_transform(kwargs, ndim):
 def test_coord_flip(kwargs, ndim):
     rng = np.random.default_rng(10)
     pts = [rng.uniform(0, 1, (n, ndim)).astype(np.float32) for n in (4, 1, 0, 6)]
-    ours, theirs = _both(lambda fn, p: fn.coord_flip(p, **kwargs), [pts])
-    _assert_same(ours, theirs)
+    compare(_case("coord_flip", lambda L, p: L.fn.coord_flip(p, **kwargs), [pts]))
 
 
 def _masks() -> list[list[np.ndarray]]:
@@ -265,13 +256,15 @@ def _masks() -> list[list[np.ndarray]]:
 
 @pytest.mark.parametrize("reindex", [False, True])
 def test_select_masks(reindex):
-    ours, theirs = _both(
-        lambda fn, ids, poly, vert: fn.segmentation.select_masks(
-            ids, poly, vert, reindex_masks=reindex
-        ),
-        _masks(),
+    compare(
+        _case(
+            "select_masks",
+            lambda L, ids, poly, vert: L.fn.segmentation.select_masks(
+                ids, poly, vert, reindex_masks=reindex
+            ),
+            _masks(),
+        )
     )
-    _assert_same(ours, theirs)
 
 
 def _rotate_inputs() -> list[list[np.ndarray]]:
@@ -288,22 +281,30 @@ def _rotate_inputs() -> list[list[np.ndarray]]:
 @pytest.mark.parametrize("angle", [0.0, 30.0, 90.0, -45.0, 180.0])
 @pytest.mark.parametrize("mode", ["expand", "halfway", "fixed"])
 def test_bbox_rotate(angle, mode):
-    ours, theirs = _both(
-        lambda fn, b, lab: fn.bbox_rotate(b, lab, angle=angle, input_shape=[60, 80], mode=mode),
-        _rotate_inputs(),
+    compare(
+        _case(
+            "bbox_rotate",
+            lambda L, b, lab: L.fn.bbox_rotate(
+                b, lab, angle=angle, input_shape=[60, 80], mode=mode
+            ),
+            _rotate_inputs(),
+            atol=1e-4,
+        )
     )
-    _assert_same(ours, theirs, atol=1e-4)
 
 
 @pytest.mark.parametrize("angle", [30.0, -60.0])
 def test_bbox_rotate_keep_size_removes_cut_boxes(angle):
-    ours, theirs = _both(
-        lambda fn, b, lab: fn.bbox_rotate(
-            b, lab, angle=angle, input_shape=[60, 80], keep_size=True, remove_threshold=0.3
-        ),
-        _rotate_inputs(),
+    compare(
+        _case(
+            "bbox_rotate_keep_size_removes_cut_boxes",
+            lambda L, b, lab: L.fn.bbox_rotate(
+                b, lab, angle=angle, input_shape=[60, 80], keep_size=True, remove_threshold=0.3
+            ),
+            _rotate_inputs(),
+            atol=1e-4,
+        )
     )
-    _assert_same(ours, theirs, atol=1e-4)
 
 
 def test_bbox_rotate_xywh_absolute():
@@ -311,13 +312,16 @@ def test_bbox_rotate_xywh_absolute():
     for b in boxes:
         b[:, 2:] -= b[:, :2]
         b *= np.array([80, 60, 80, 60], np.float32)
-    ours, theirs = _both(
-        lambda fn, b: fn.bbox_rotate(
-            b, angle=20.0, input_shape=[60, 80], bbox_layout="xyWH", bbox_normalized=False
-        ),
-        [boxes],
+    compare(
+        _case(
+            "bbox_rotate_xywh_absolute",
+            lambda L, b: L.fn.bbox_rotate(
+                b, angle=20.0, input_shape=[60, 80], bbox_layout="xyWH", bbox_normalized=False
+            ),
+            [boxes],
+            atol=1e-3,
+        )
     )
-    _assert_same(ours, theirs, atol=1e-3)
 
 
 def _blob_masks() -> list[np.ndarray]:
@@ -334,13 +338,15 @@ def _blob_masks() -> list[np.ndarray]:
 @pytest.mark.parametrize("fmt", ["anchor_shape", "start_end", "box"])
 def test_random_object_bbox_largest_object(fmt):
     """foreground_prob 1 and k_largest 1: the box of the largest blob, no randomness left."""
-    ours, theirs = _both(
-        lambda fn, m: fn.segmentation.random_object_bbox(
-            m, format=fmt, foreground_prob=1.0, k_largest=1, classes=[3]
-        ),
-        [_blob_masks()],
+    compare(
+        _case(
+            "random_object_bbox_largest_object",
+            lambda L, m: L.fn.segmentation.random_object_bbox(
+                m, format=fmt, foreground_prob=1.0, k_largest=1, classes=[3]
+            ),
+            [_blob_masks()],
+        )
     )
-    _assert_same(ours, theirs)
 
 
 def test_random_mask_pixel_single_foreground_pixel():
@@ -349,8 +355,13 @@ def test_random_mask_pixel_single_foreground_pixel():
         m = np.zeros((9, 11), np.uint8)
         m[1 + i, 10 - 2 * i] = 1
         masks.append(m)
-    ours, theirs = _both(lambda fn, m: fn.segmentation.random_mask_pixel(m, foreground=1), [masks])
-    _assert_same(ours, theirs)
+    compare(
+        _case(
+            "random_mask_pixel_single_foreground_pixel",
+            lambda L, m: L.fn.segmentation.random_mask_pixel(m, foreground=1),
+            [masks],
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -366,20 +377,21 @@ def test_random_mask_pixel_single_foreground_pixel():
 def test_transforms_crop_dimensions(kwargs):
     """The COCO guide maps boxes with a 4-D transforms.crop: dimensions as DALI infers them."""
     data = [_scalars([0, 1, 2, 3], np.int32)]
-    ours, theirs = _both(lambda fn, _: fn.transforms.crop(**kwargs), data)
-    _assert_same(ours, theirs)
+    compare(_case("transforms_crop_dimensions", lambda L, _: L.fn.transforms.crop(**kwargs), data))
 
 
 def test_slice_constant_and_integer_inputs():
-    """fn.slice(x, 1, 2, axes=[0]) (the guide's idiom): constants, integers absolute."""
+    """L.fn.slice(x, 1, 2, axes=[0]) (the guide's idiom): constants, integers absolute."""
     rng = np.random.default_rng(11)
     data = [[rng.uniform(0, 1, (5, 6)).astype(np.float32) for _ in range(BATCH)]]
-    ours, theirs = _both(
-        lambda fn, x: (
-            fn.slice(x, 1, 2, axes=[0]),
-            fn.slice(x, np.array([2, 1], np.int32), np.array([3, 4], np.int32)),
-            fn.slice(x, np.float32(0.2), np.float32(0.4), axes=[0]),
-        ),
-        data,
+    compare(
+        _case(
+            "slice_constant_and_integer_inputs",
+            lambda L, x: (
+                L.fn.slice(x, 1, 2, axes=[0]),
+                L.fn.slice(x, np.array([2, 1], np.int32), np.array([3, 4], np.int32)),
+                L.fn.slice(x, np.float32(0.2), np.float32(0.4), axes=[0]),
+            ),
+            data,
+        )
     )
-    _assert_same(ours, theirs)

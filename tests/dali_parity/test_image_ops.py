@@ -14,17 +14,13 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _parity import FLOAT_IMAGES, Case, compare
+from _harness import FLOAT_IMAGES, Case, compare, params, xfail
 
 ROUNDING = "uint8 rounding of the same float math"
 ANTIALIAS = (
     "downscaling filters: both antialias, with resampling kernels of slightly different "
     "support and weights (the outlier fraction is the pixels more than 1 apart; at most 4)"
 )
-
-
-def xfail(case: Case) -> object:
-    return pytest.param(case, id=case.name, marks=pytest.mark.xfail(strict=True, reason=case.why))
 
 
 CASES = [
@@ -282,8 +278,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "case", [c if not isinstance(c, Case) else pytest.param(c, id=c.name) for c in CASES]
-)
+@pytest.mark.parametrize("case", params(CASES))
 def test_chute_matches_dali(case: Case) -> None:
     compare(case)

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _sweep import FLOATS, Case, compare, xfail
+from _harness import Case, compare, param, photo, xfail
 
 ROUNDING = "uint8 rounding of the same float math"
 F32 = 1e-5
@@ -20,8 +20,13 @@ F32 = 1e-5
 # fn.jitter: DALI 2.4 has no CPU backend for it (GPU only), so there is nothing to compare here.
 
 
-def C(name, define, **kw):  # a table row
-    return pytest.param(Case(name, define, **kw), id=name)
+# widths 57, 52, 47, 42: odd and even sizes meet the crop, pad and slice rules
+IMAGES = [photo(40 + 8 * i, 57 - 5 * i, i) for i in range(4)]
+FLOATS = [image.astype(np.float32) / 255 for image in IMAGES]
+
+
+def C(name, define, **kw):  # a table row, on IMAGES unless given other inputs
+    return param(Case(name, define, **{"inputs": IMAGES, **kw}))
 
 
 CASES = [
@@ -201,6 +206,7 @@ CASES = [
         Case(
             "pad negative fill into uint8",
             lambda L, x: L.fn.pad(x, axis_names="W", fill_value=-1),
+            inputs=IMAGES,
             why="DALI converts the fill -1.0 to uint8 unchecked (255 on x86, undefined in C++); "
             "chute saturates it to 0",
         )

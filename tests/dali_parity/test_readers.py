@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _parity import CHUTE, DALI
+from _harness import CHUTE, DALI, build
 
 CLASSES = {"cat": 3, "dog": 4, "emu": 3}  # 10 files
 
@@ -33,13 +33,7 @@ def root(tmp_path_factory):
 
 def read(impl, batches: int, **reader_args) -> tuple[list[list[tuple[str, int]]], dict]:
     """``batches`` batches of (file contents, label), and the reader's metadata."""
-
-    @impl.lib.pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=3)
-    def pipe():
-        return tuple(impl.fn.readers.file(name="Reader", **reader_args))
-
-    p = pipe()
-    p.build()
+    p = build(impl, lambda L: L.fn.readers.file(name="Reader", **reader_args), batch_size=4)
     out = []
     for _ in range(batches):
         data, labels = p.run()

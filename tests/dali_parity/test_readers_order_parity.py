@@ -30,12 +30,8 @@ import numpy as np
 import pytest
 
 dali = pytest.importorskip("nvidia.dali")
-from nvidia.dali import fn as dali_fn  # noqa: E402
-from nvidia.dali import pipeline_def as dali_pipeline_def  # noqa: E402
-from nvidia.dali import tfrecord as dali_tfrec  # noqa: E402
+from _harness import CHUTE, DALI, build  # noqa: E402
 
-from chute import fn as chute_fn  # noqa: E402
-from chute import pipeline_def as chute_pipeline_def  # noqa: E402
 from chute import tfrecord as chute_tfrec  # noqa: E402
 from chute.ops.readers.mxnet import encode_image_record, encode_record  # noqa: E402
 
@@ -76,32 +72,32 @@ def data(tmp_path_factory):
     return root
 
 
-def _file(fn, root, tfrec, **kw):
-    return fn.readers.file(file_root=str(root / "files"), name="R", **kw)
+def _file(L, root, **kw):
+    return L.fn.readers.file(file_root=str(root / "files"), name="R", **kw)
 
 
-def _numpy(fn, root, tfrec, **kw):
-    return (fn.readers.numpy(file_root=str(root / "npy"), name="R", **kw),)
+def _numpy(L, root, **kw):
+    return (L.fn.readers.numpy(file_root=str(root / "npy"), name="R", **kw),)
 
 
-def _tfrecord(fn, root, tfrec, **kw):
-    out = fn.readers.tfrecord(
+def _tfrecord(L, root, **kw):
+    out = L.fn.readers.tfrecord(
         path=str(root / "data.tfrecord"),
         index_path=str(root / "data.idx"),
-        features={"id": tfrec.FixedLenFeature([1], tfrec.int64, -1)},
+        features={"id": L.tfrecord.FixedLenFeature([1], L.tfrecord.int64, -1)},
         name="R",
         **kw,
     )
     return (out["id"],)
 
 
-def _webdataset(fn, root, tfrec, **kw):
+def _webdataset(L, root, **kw):
     paths = [str(root / "a.tar"), str(root / "b.tar")]
-    return fn.readers.webdataset(paths=paths, ext=["jpg", "cls"], name="R", **kw)
+    return L.fn.readers.webdataset(paths=paths, ext=["jpg", "cls"], name="R", **kw)
 
 
-def _mxnet(fn, root, tfrec, **kw):
-    return fn.readers.mxnet(
+def _mxnet(L, root, **kw):
+    return L.fn.readers.mxnet(
         path=[str(root / "data.rec")], index_path=[str(root / "data.rec.idx")], name="R", **kw
     )
 
@@ -128,20 +124,9 @@ def _key(sample: np.ndarray) -> bytes:
     return np.ascontiguousarray(sample).tobytes()
 
 
-def read(lib: str, reader, root, batch_size: int, iterations: int, **kw):
+def read(impl, reader, root, batch_size: int, iterations: int, **kw):
     """(samples of ``iterations`` batches, each a tuple of its outputs' bytes; reader_meta)."""
-    fn, pdef, tfrec = (
-        (dali_fn, dali_pipeline_def, dali_tfrec)
-        if lib == "dali"
-        else (chute_fn, chute_pipeline_def, chute_tfrec)
-    )
-
-    @pdef(batch_size=batch_size, num_threads=1, device_id=None, seed=5)
-    def pipe():
-        return tuple(reader(fn, root, tfrec, random_shuffle=False, **kw))
-
-    p = pipe()
-    p.build()
+    p = build(impl, lambda L: reader(L, root, random_shuffle=False, **kw), batch_size)
     batches = []
     for _ in range(iterations):
         try:
@@ -171,8 +156,8 @@ def test_sample_order_matches_dali(data, name, shards, batch_size):
     per_epoch = -(-size // batch_size)
     epochs = 3 if shards.get("pad_last_batch") else 1
     args = (READERS[name], data, batch_size, per_epoch * epochs)
-    dali_batches, dali_meta = read("dali", *args, **shards)
-    chute_batches, chute_meta = read("chute", *args, **shards)
+    dali_batches, dali_meta = read(DALI, *args, **shards)
+    chute_batches, chute_meta = read(CHUTE, *args, **shards)
     assert chute_meta == dali_meta
     if shards.get("pad_last_batch"):
         assert chute_batches == dali_batches
@@ -208,15 +193,8 @@ def _frame_ids(video: np.ndarray) -> list[int]:
     return [int(np.argmax(r)) // 8 if r.max() > 128 else -1 for r in rows]
 
 
-def read_video(lib: str, samples: int, **kw) -> list[list]:
-    fn, pdef = (dali_fn, dali_pipeline_def) if lib == "dali" else (chute_fn, chute_pipeline_def)
-
-    @pdef(batch_size=1, num_threads=1, device_id=None, seed=5)
-    def pipe():
-        return tuple(fn.experimental.readers.video(device="cpu", name="R", **kw))
-
-    p = pipe()
-    p.build()
+def read_video(impl, samples: int, **kw) -> list[list]:
+    p = build(impl, lambda L: L.fn.experimental.readers.video(device="cpu", name="R", **kw), 1)
     rows = []
     for _ in range(samples):
         outs = p.run()
@@ -238,8 +216,8 @@ def read_video(lib: str, samples: int, **kw) -> list[list]:
 )
 def test_video_sequences_and_padding_match_dali(videos, kw):
     files = [str(videos / "b.avi")]
-    ours = read_video("chute", 3, filenames=files, sequence_length=5, **kw)
-    assert ours == read_video("dali", 3, filenames=files, sequence_length=5, **kw)
+    ours = read_video(CHUTE, 3, filenames=files, sequence_length=5, **kw)
+    assert ours == read_video(DALI, 3, filenames=files, sequence_length=5, **kw)
 
 
 def test_video_uniform_sample_matches_dali(videos):
@@ -250,9 +228,9 @@ def test_video_uniform_sample_matches_dali(videos):
         "uniform_sample": True,
         "enable_frame_num": "sequence",
     }
-    ours = read_video("chute", 3, **kw)
+    ours = read_video(CHUTE, 3, **kw)
     assert ours[2][0] == [0, 1, 1, 2, 2]
-    assert ours == read_video("dali", 3, **kw)
+    assert ours == read_video(DALI, 3, **kw)
 
 
 @pytest.mark.parametrize("include_end", [True, False])
@@ -264,6 +242,6 @@ def test_video_file_list_frame_ranges_match_dali(videos, include_end):
         "sequence_length": 4,
         "enable_frame_num": "scalar",
     }
-    ours = read_video("chute", 4, **kw)
+    ours = read_video(CHUTE, 4, **kw)
     assert [r[2] for r in ours] == [[2], [6], [10], [7]]
-    assert ours == read_video("dali", 4, **kw)
+    assert ours == read_video(DALI, 4, **kw)

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _sweep import Case, compare, photo
+from _harness import Case, compare, photo
 
 ROUNDING = "uint8 rounding of the same float sums"
 # portrait, landscape, square and a thin strip: every size rule meets both orientations

@@ -14,7 +14,9 @@ from pkgutil import extend_path
 # their own folders when installed in editable mode.
 __path__ = extend_path(__path__, __name__)
 
+
 from chute import fn, math, ops, types
+from chute.gpu import nvjpeg_guard
 from chute.graph import DataNode
 from chute.iteration import Batch, Iterator
 from chute.pipeline import Pipeline, pipeline_def
@@ -22,6 +24,9 @@ from chute.runtime.errors import OperatorError
 from chute.tensors import TensorListCPU
 from chute.tools.show import show_batch
 from chute.types import LastBatchPolicy
+
+# nvImageCodec's libnvjpeg before torchvision's copy can take its name (see nvjpeg_guard)
+nvjpeg_guard.preload()
 
 __version__ = "0.1.0"
 

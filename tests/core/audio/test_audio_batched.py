@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chute.ops.audio import audio_gpu, audio_ops, batched, dsp
+from chute.ops.audio import audio_gpu, audio_ops, batched, dsp, features_ops
 
 RATE = 16000
 
@@ -186,7 +186,7 @@ def test_gpu_glue_feature_chain_matches_cpu_operators(numpy_for_cupy):
         None,
         [FakeBatch(list(emph))],
         FakeArgs(
-            audio_ops.Spectrogram, n, nfft=[512, 512, 512], window_length=400, window_step=160
+            features_ops.Spectrogram, n, nfft=[512, 512, 512], window_length=400, window_step=160
         ),
         FakeContext(),
     )
@@ -194,19 +194,19 @@ def test_gpu_glue_feature_chain_matches_cpu_operators(numpy_for_cupy):
     mel, _ = audio_gpu.mel_filter_bank_gpu(
         None,
         [FakeBatch(list(spec), "ft")],
-        FakeArgs(audio_ops.MelFilterBank, n, nfilter=40, sample_rate=RATE),
+        FakeArgs(features_ops.MelFilterBank, n, nfilter=40, sample_rate=RATE),
         FakeContext(state=0),
     )
     db, _ = audio_gpu.to_decibels_gpu(
         None,
         [FakeBatch(list(mel))],
-        FakeArgs(audio_ops.ToDecibels, n, cutoff_db=-80.0),
+        FakeArgs(features_ops.ToDecibels, n, cutoff_db=-80.0),
         FakeContext(),
     )
     mfcc, _ = audio_gpu.mfcc_gpu(
         None,
         [FakeBatch(list(db))],
-        FakeArgs(audio_ops.MFCC, n, n_mfcc=13, normalize=True, lifter=22.0),
+        FakeArgs(features_ops.MFCC, n, n_mfcc=13, normalize=True, lifter=22.0),
         FakeContext(),
     )
     for i, (x, c) in enumerate(zip(xs, [0.9, 0.95, 0.97])):
@@ -250,20 +250,20 @@ def test_gpu_glue_rejects_what_the_cpu_rejects(numpy_for_cupy):
         audio_gpu.spectrogram_gpu(
             None,
             [FakeBatch(xs)],
-            FakeArgs(audio_ops.Spectrogram, 2, nfft=[512, 128], window_length=256),
+            FakeArgs(features_ops.Spectrogram, 2, nfft=[512, 128], window_length=256),
             FakeContext(),
         )
     with pytest.raises(ValueError, match="one channel"):
         audio_gpu.spectrogram_gpu(
             None,
             [FakeBatch([np.zeros((10, 2), np.float32)])],
-            FakeArgs(audio_ops.Spectrogram, 1),
+            FakeArgs(features_ops.Spectrogram, 1),
             FakeContext(),
         )
     with pytest.raises(ValueError, match="n_mfcc"):
         audio_gpu.mfcc_gpu(
             None,
             [FakeBatch([np.zeros((10, 4), np.float32)])],
-            FakeArgs(audio_ops.MFCC, 1, n_mfcc=20),
+            FakeArgs(features_ops.MFCC, 1, n_mfcc=20),
             FakeContext(),
         )

@@ -84,85 +84,27 @@ def _decoded_images_class() -> type:
     from chute.tensors.gpu import TensorListGPU
 
     class DecodedImages(TensorListGPU):
-        """Decoded HWC uint8 images as the decoders returned them, CuPy views on demand.
+        """Decoded HWC images as the decoders returned them: a TensorListGPU of samples kept
+        as given (its ``shapes=`` path), CuPy views made when a sample is asked for.
 
-        GPU operators read ``raw_samples()`` and ``shapes``; ``at(i)`` wraps sample i
-        once; anything that needs the whole batch as CuPy (``as_array``, ``as_cpu``,
-        DLPack) wraps every sample first.
+        Unlike a plain TensorListGPU, ``batch[i]`` and ``as_tensor()`` give CuPy arrays
+        (as decoded batches always have); ``gather`` keeps the staging buffers and what
+        region decoding noted (``origins``, ``full_shapes``: ops/geometry/gpu_fusion.py).
         """
-
-        def __init__(self, images: list, shapes: np.ndarray, stream: Any, device_id: int):
-            # the decoder's own views, unchecked and unwrapped: TensorListGPU's constructor
-            # would make a CuPy array of each (~15 us a sample at 256 a batch)
-            super().__init__([], "HWC", stream, device_id)
-            self._samples = list(images)
-            self._layout = "HWC"
-            self.shapes = shapes
-
-        def raw_samples(self) -> list:
-            return self._samples
 
         def __getitem__(self, i: int) -> Any:
             return self.at(i)
 
-        def at(self, i: int) -> Any:
-            x = super().at(i)
-            if not isinstance(x, self._cp.ndarray):
-                with self._cp.cuda.Device(self.device_id), self.stream:
-                    x = self._cp.asarray(x)
-                x = x if x.ndim == 3 else x[..., None]
-                self._samples[i] = x
-            return x
+        def as_tensor(self) -> Any:
+            return self.as_array()
 
         def gather(self, indices: list[int]) -> Any:
-            out = type(self)(
-                [self._samples[i] for i in indices],
-                self.shapes[indices],
-                self.stream,
-                self.device_id,
-            )
+            out = super().gather(indices)
             out.keepalive = getattr(self, "keepalive", None)
-            for name in ("origins", "full_shapes"):  # region decoding (ops/geometry/gpu_fusion.py)
+            for name in ("origins", "full_shapes"):
                 if getattr(self, name, None) is not None:
                     setattr(out, name, getattr(self, name)[indices])
             return out
-
-        def _wrap_all(self) -> None:
-            for i in range(len(self)):
-                self.at(i)
-
-        @property
-        def dtype(self) -> np.dtype:
-            return np.dtype(np.uint8)
-
-        @property
-        def nbytes(self) -> int:
-            return int(self.shapes.prod(axis=1).sum())
-
-        def shape(self) -> list[tuple[int, ...]]:
-            return [tuple(s) for s in self.shapes.tolist()]
-
-        def as_array(self) -> Any:
-            self._wrap_all()
-            return super().as_array()
-
-        as_tensor = as_array
-
-        def as_cpu(self) -> Any:
-            self._wrap_all()
-            return super().as_cpu()
-
-        def head(self, n: int) -> Any:
-            self._wrap_all()
-            return super().head(n)
-
-        def repeat_last(self, n: int) -> Any:
-            self._wrap_all()
-            return super().repeat_last(n)
-
-        def __dlpack__(self, **kwargs: Any) -> Any:
-            self._wrap_all()
-            return super().__dlpack__(**kwargs)
 
     return DecodedImages
 
@@ -174,7 +116,8 @@ def decoded_images(images: list, shapes: np.ndarray, ctx: Any) -> Any:
     """A DecodedImages batch (the class is made on first use: it needs CuPy)."""
     if not _decoded_images_type:
         _decoded_images_type.append(_decoded_images_class())
-    return _decoded_images_type[0](images, shapes, ctx.stream, ctx.device_id)
+    cls = _decoded_images_type[0]
+    return cls(images, "HWC", ctx.stream, ctx.device_id, shapes=shapes, dtype=np.uint8)
 
 
 def gpu_batch(data: Any, layout: str, ctx: Any) -> Any:

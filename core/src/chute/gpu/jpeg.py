@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu import nvjpeg_guard
 from chute.gpu.codec_api import CodecDecoder, DeviceImage, StreamBatch, parse_batch
 from chute.gpu.cpu_decode import (
     clip_roi,
@@ -121,6 +122,7 @@ class BatchDecoder:
     ) -> None:
         self._cupy = require_gpu("BatchDecoder", codec=True, device_id=device_id)
         nvimgcodec_module()
+        nvjpeg_guard.warn_once()  # another library's libnvjpeg keeps JPEGs off the GPU
         if not 0.0 <= cpu_share <= 1.0 or not 0.0 <= hw_decoder_load <= 1.0:
             raise ValueError("cpu_share and hw_decoder_load must be in [0, 1]")
         if cuda_backend not in ("gpu", "hybrid"):

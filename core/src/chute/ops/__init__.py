@@ -27,7 +27,7 @@ from chute.ops import (  # noqa: F401
     transfer,
 )
 from chute.ops import dl_tensor_python as _dl_tensor_python  # noqa: F401
-from chute.ops.audio import audio_ops, spectrum_ops  # noqa: F401
+from chute.ops.audio import audio_ops, features_ops, spectrum_ops  # noqa: F401
 from chute.ops.color import color_ops  # noqa: F401
 from chute.ops.decoders import image_decoders, inflate_ops, numpy_decoder  # noqa: F401
 from chute.ops.detection import (  # noqa: F401

@@ -20,6 +20,10 @@ worker, the operator and the sample the worker was computing (each worker
 records it in a small shared array), unlinks the segments of the lost work
 (their names are chosen here, not by the workers) and starts fresh workers
 for the next call.
+
+This module is the pipeline's side (the pool, its errors, the parallel
+external_source); what runs in the workers and the shared-memory format are in
+:mod:`chute.ops.parallel_worker`.
 """
 
 from __future__ import annotations
@@ -29,8 +33,6 @@ import itertools
 import multiprocessing
 import os
 import signal
-import threading
-import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -41,6 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from chute.ops.external_source import ExternalSourceReader
+from chute.ops.parallel_worker import FORK_CALLABLES, init_worker, ready, run_task, unpack
 from chute.types import BatchInfo, SampleInfo
 
 __all__ = [
@@ -51,28 +54,8 @@ __all__ = [
     "close_worker_processes",
 ]
 
-_ALIGN = 64
 _tokens = itertools.count()
 _segments = itertools.count()
-# Callables handed to forked workers through inherited memory, by token.
-_FORK_CALLABLES: dict[int, Callable] = {}
-
-
-def _fresh_tracker_lock() -> None:
-    """In a forked child: a new lock for multiprocessing's resource tracker.
-
-    A worker forked while another thread of the parent held that lock (unlinking an
-    earlier batch's segment, say) inherits it held and waits forever at its first
-    SharedMemory, which registers there (seen: python_function(parallel=True) hung in a
-    test run). The stdlib keeps the lock private; without it there is nothing to reset.
-    """
-    tracker = getattr(resource_tracker, "_resource_tracker", None)
-    lock = getattr(tracker, "_lock", None)
-    if lock is not None:
-        tracker._lock = threading.RLock() if "RLock" in type(lock).__name__ else threading.Lock()
-
-
-os.register_at_fork(after_in_child=_fresh_tracker_lock)
 # Pools of python_function nodes, by pipeline, closed with it.
 _PIPELINE_POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -93,163 +76,6 @@ class WorkerDied(WorkerError):
     def __init__(self, index: int | None, message: str, lost_work: bool):
         self.lost_work = lost_work
         super().__init__(index, message)
-
-
-# ---- worker side ---------------------------------------------------------------------------
-_worker_function: Callable | None = None
-# This worker's slot in the pool's progress array: [pid, sample being computed + 1] per
-# worker (-1: a whole batch, 0: nothing), read by the pool when a worker dies.
-_progress: Any = None
-_slot = -1
-
-
-def _init_worker(token: int | None, function: Callable | None, progress: Any, count: Any) -> None:
-    global _worker_function, _progress, _slot
-    _worker_function = _FORK_CALLABLES[token] if token is not None else function
-    with count.get_lock():
-        _slot, count.value = count.value, count.value + 1
-    if 2 * _slot < len(progress):
-        _progress = progress
-        _progress[2 * _slot] = os.getpid()
-
-
-def _ready() -> None:
-    """A task that starts a worker (see ProcessPool._start)."""
-
-
-def _working_on(index: int | None) -> None:
-    if _progress is not None:
-        _progress[2 * _slot + 1] = -1 if index is None else index + 1
-
-
-def _pack(items: Sequence[Sequence[np.ndarray]], segment: str) -> tuple[str | None, list]:
-    """Put every array of every item into the shared-memory segment named ``segment``
-    (named by the pipeline, which unlinks it if this worker dies); return its description."""
-    arrays = [a for item in items for a in item]
-    offsets, total = [], 0
-    for a in arrays:
-        offsets.append(total)
-        if a.dtype != object:
-            total += -(-a.nbytes // _ALIGN) * _ALIGN
-    shm = shared_memory.SharedMemory(name=segment, create=True, size=total) if total else None
-    layout, k = [], 0
-    for item in items:
-        entry = []
-        for a in item:
-            if a.dtype == object:  # not plain memory: pickled along with the description
-                entry.append(("inline", a))
-            else:
-                if shm is not None and a.nbytes:
-                    view = np.ndarray(a.shape, a.dtype, buffer=shm.buf, offset=offsets[k])
-                    view[...] = a
-                    del view
-                entry.append((offsets[k], a.shape, a.dtype.str))
-            k += 1
-        layout.append(entry)
-    name = None
-    if shm is not None:
-        name = shm.name
-        shm.close()
-    return name, layout
-
-
-def _sample_arrays(result: Any, num_outputs: int) -> list[np.ndarray]:
-    if num_outputs == 0:
-        return []
-    if num_outputs == 1:
-        return [np.asarray(result)]
-    if not isinstance(result, (tuple, list)) or len(result) != num_outputs:
-        raise ValueError(
-            f"the function must return {num_outputs} outputs (num_outputs={num_outputs}), "
-            f"got {type(result).__name__}"
-        )
-    return [np.asarray(r) for r in result]
-
-
-def _failure(index: int | None, exc: BaseException) -> tuple:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return ("error", index, f"{type(exc).__name__}: {exc}", text)
-
-
-def _run_task(segment: str, task: tuple) -> tuple:
-    """Run one chunk in a worker: ("samples", start, args, n_out) / ("batch", args, n_out) /
-    ("source", infos, n_out) / ("source_batch", arg, n_out); results go to ``segment``."""
-    kind = task[0]
-    fn = _worker_function
-    items: list[list[np.ndarray]] = []
-    stop = None
-    _working_on(None)
-    try:
-        if kind == "samples":
-            _, start, arg_tuples, n_out = task
-            for k, args in enumerate(arg_tuples):
-                _working_on(start + k)
-                try:
-                    items.append(_sample_arrays(fn(*args), n_out))
-                except Exception as exc:
-                    return _failure(start + k, exc)
-        elif kind == "source":
-            _, infos, n_out = task
-            for info in infos:
-                _working_on(info.idx_in_epoch)
-                try:
-                    items.append(_sample_arrays(fn(info), n_out))
-                except StopIteration:
-                    stop = info.idx_in_batch
-                    break
-                except Exception as exc:
-                    return _failure(info.idx_in_epoch, exc)
-        elif kind == "batch":
-            _, lists, n_out = task
-            try:
-                result = fn(*lists)
-            except Exception as exc:
-                return _failure(None, exc)
-            outs = [result] if n_out == 1 else list(result)
-            items = [[np.asarray(s) for s in out] for out in outs]
-        else:  # "source_batch"
-            _, arg, n_out = task
-            try:
-                result = fn() if arg is None else fn(arg)
-            except StopIteration:
-                return ("stop", None)
-            except Exception as exc:
-                return _failure(None, exc)
-            outs = [result] if n_out == 1 else list(result)
-            items = [[np.asarray(s) for s in out] for out in outs]
-        return ("ok", _pack(items, segment), stop)
-    except Exception as exc:  # packing failed (e.g. out of shared memory)
-        return _failure(None, exc)
-    finally:
-        if _progress is not None:
-            _progress[2 * _slot + 1] = 0  # nothing in progress
-
-
-# ---- pipeline side ---------------------------------------------------------------------------
-def _unpack(packed: tuple[str | None, list]) -> list[list[np.ndarray]]:
-    """Copy the arrays out of a worker's segment and unlink it."""
-    name, layout = packed
-    shm = shared_memory.SharedMemory(name=name) if name is not None else None
-    try:
-        out = []
-        for entry in layout:
-            item = []
-            for desc in entry:
-                if desc[0] == "inline":
-                    item.append(desc[1])
-                    continue
-                offset, shape, dtype = desc
-                dt = np.dtype(dtype)
-                if shm is None or not int(np.prod(shape)):
-                    item.append(np.empty(shape, dt))
-                else:
-                    item.append(np.ndarray(shape, dt, buffer=shm.buf, offset=offset).copy())
-            out.append(item)
-        return out
-    finally:
-        if shm is not None:
-            shm.close()
-            shm.unlink()
 
 
 def _check(result: tuple) -> tuple:
@@ -290,7 +116,7 @@ class ProcessPool:
         self._token = None
         if method == "fork":
             self._token = next(_tokens)
-            _FORK_CALLABLES[self._token] = function
+            FORK_CALLABLES[self._token] = function
             self._function = None
         else:
             self._function = function
@@ -307,14 +133,14 @@ class ProcessPool:
         executor = ProcessPoolExecutor(
             n,
             mp_context=self._context,
-            initializer=_init_worker,
+            initializer=init_worker,
             initargs=(self._token, self._function, progress, count),
         )
         self._workers.update(executor=executor, processes={}, progress=progress)
         # Start the workers now (under fork all at once, while the pipeline builds) rather
         # than when the first batch is under way.
         for _ in range(n):
-            executor.submit(_ready)
+            executor.submit(ready)
         self._note_processes()
 
     def _note_processes(self) -> None:
@@ -326,10 +152,10 @@ class ProcessPool:
         if self._workers["executor"] is None:
             self._start()
         try:
-            future = self._workers["executor"].submit(_run_task, segment, task)
+            future = self._workers["executor"].submit(run_task, segment, task)
         except BrokenProcessPool:  # a worker died between calls: no work was lost
             self._restart()
-            future = self._workers["executor"].submit(_run_task, segment, task)
+            future = self._workers["executor"].submit(run_task, segment, task)
         self._note_processes()
         return Pending(future, segment, task)
 
@@ -386,7 +212,7 @@ class ProcessPool:
                 if r is None:
                     _unlink(p.segment)
                 elif r[0] == "ok":
-                    _unpack(r[1])
+                    unpack(r[1])
             if error.lost_work or retried:
                 raise error
             retried = True
@@ -406,7 +232,7 @@ class ProcessPool:
                 lost.append(p.segment)
                 continue
             if result[0] == "ok":
-                _unpack(result[1])
+                unpack(result[1])
         if lost:  # a worker died: stop the others before their segments are unlinked
             _stop_workers(self._workers)
             self._workers.update(executor=None, processes={})
@@ -451,7 +277,7 @@ class ProcessPool:
         stop = None
         for result in results:
             if result[0] == "ok":
-                items = _unpack(result[1])
+                items = unpack(result[1])
                 if stop is None:
                     out.extend(items)
                     stop = result[2]
@@ -510,7 +336,7 @@ def _shutdown(workers: dict[str, Any], token: int | None) -> None:
     workers.update(executor=None, processes={})
     gc.collect()  # the executor's queues sit in reference cycles: free their semaphores now
     if token is not None:
-        _FORK_CALLABLES.pop(token, None)
+        FORK_CALLABLES.pop(token, None)
 
 
 def pool_for_node(node: Any, function: Callable, pipeline: Any = None) -> ProcessPool:

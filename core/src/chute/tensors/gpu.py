@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from chute.tensors.cpu import TensorListCPU
-from chute.tensors.tensor import TensorCPU, check_layout, is_capsule, reinterpreted
+from chute.tensors.tensor import (
+    SampleTensor,
+    TensorCPU,
+    check_layout,
+    is_capsule,
+    reinterpreted,
+)
 
 
 def device_array(data: Any, what: str) -> Any:
@@ -36,7 +42,7 @@ def device_array(data: Any, what: str) -> Any:
     )
 
 
-class TensorGPU:
+class TensorGPU(SampleTensor):
     """One sample in device memory, as DALI's ``TensorListGPU[i]`` gives it (a CuPy view).
 
     Made from a CuPy array, a DLPack capsule, or an object with ``__dlpack__`` or
@@ -57,24 +63,6 @@ class TensorGPU:
         self._array = device_array(array, "TensorGPU")
         self._layout = check_layout(layout, self._array.ndim, "TensorGPU")
         self._batch = batch  # orders consumers after the work that produced the batch
-
-    def shape(self) -> list[int]:
-        return list(self._array.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._array.dtype
-
-    def layout(self) -> str:
-        return self._layout
-
-    def set_layout(self, layout: str | None) -> None:
-        """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
-        self._layout = check_layout(layout, self._array.ndim, "TensorGPU.set_layout")
-
-    def reinterpret(self, new_type: Any) -> None:
-        """View the elements as ``new_type`` of the same size, in place (no copy)."""
-        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorGPU"))
 
     def as_array(self) -> Any:
         """The sample as a CuPy array (no copy)."""
@@ -145,10 +133,23 @@ class TensorListGPU:
     makes the consumer's stream ``s`` wait for it (no device-wide sync), and
     ``as_cpu()`` waits for it. Memory comes from CuPy's pool and returns there
     when the last consumer drops the batch.
+
+    Samples given with ``shapes`` ((N, ndim) ints) and ``dtype`` are device images
+    not yet viewed as CuPy arrays (a decoder's output, anything with
+    ``__cuda_array_interface__``): they are kept as given and sample i becomes a
+    CuPy view of ``shapes[i]`` when first asked for. A view per sample up front
+    costs ~15 us a sample; GPU kernels read ``raw_samples()`` and ``shapes`` instead.
     """
 
     def __init__(
-        self, data: Any, layout: str | None = "", stream: Any = None, device_id: int | None = None
+        self,
+        data: Any,
+        layout: str | None = "",
+        stream: Any = None,
+        device_id: int | None = None,
+        *,
+        shapes: Any = None,
+        dtype: Any = None,
     ):
         cp = cupy_module()
         self._cp = cp
@@ -156,7 +157,15 @@ class TensorListGPU:
             layout = data.layout() if layout is None else layout
             stream = data.stream if stream is None else stream
             device_id = data.device_id if device_id is None else device_id
+            if data._dense is None and data.shapes is not None and shapes is None:
+                shapes, dtype = data.shapes, data.dtype  # still as given: no view per sample
             data = data._dense if data._dense is not None else list(data._samples or [])
+        # the samples' shapes when they are kept as given (see the class docstring)
+        self.shapes: np.ndarray | None = None
+        self._dtype: np.dtype | None = None
+        if shapes is not None:
+            self._init_as_given(data, layout, stream, device_id, shapes, dtype)
+            return
         if not isinstance(data, (list, tuple)):
             data = device_array(data, "TensorListGPU")
         if isinstance(data, cp.ndarray):
@@ -195,6 +204,37 @@ class TensorListGPU:
             if self._dense is not None or present
             else str(layout or "")
         )
+        self._on_stream(stream, device_id)
+
+    def _init_as_given(
+        self,
+        data: Any,
+        layout: str | None,
+        stream: Any,
+        device_id: int | None,
+        shapes: Any,
+        dtype: Any,
+    ) -> None:
+        if dtype is None:
+            raise TypeError("TensorListGPU: samples given with shapes= need their dtype= too")
+        self._dense = None
+        self._samples = list(data)
+        self.shapes = np.asarray(shapes, np.int64)
+        if self.shapes.ndim != 2 or len(self.shapes) != len(self._samples):
+            raise ValueError(
+                f"TensorListGPU: shapes= must be one row per sample, (N, ndim); got "
+                f"{self.shapes.shape} for {len(self._samples)} samples"
+            )
+        self._dtype = np.dtype(dtype)
+        ndim = self.shapes.shape[1]
+        self._layout = (
+            check_layout(layout, ndim, "TensorListGPU") if self._samples else str(layout or "")
+        )
+        self._on_stream(stream, 0 if device_id is None else device_id)
+
+    def _on_stream(self, stream: Any, device_id: int) -> None:
+        """Note the stream the batch's work was queued on, and an event after that work."""
+        cp = self._cp
         self.stream = stream
         self.device_id = device_id
         self._ready = None
@@ -238,7 +278,26 @@ class TensorListGPU:
         n = len(self)
         if not -n <= i < n:
             raise IndexError(f"sample index {i} out of range for a batch of {n}")
-        return self._dense[i] if self._dense is not None else self._samples[i]  # type: ignore[index]
+        if self._dense is not None:
+            return self._dense[i]
+        x = self._samples[i]  # type: ignore[index]
+        if self.shapes is not None and x is not None and not isinstance(x, self._cp.ndarray):
+            x = self._view(i, x)
+        return x
+
+    def _view(self, i: int, x: Any) -> Any:
+        """Sample ``i``, kept as given, as a CuPy view of its shape (made once)."""
+        cp = self._cp
+        with cp.cuda.Device(self.device_id), self.stream or cp.cuda.Stream.null:
+            x = cp.asarray(x)
+        if x.ndim < self.shapes.shape[1]:  # type: ignore[union-attr]
+            x = x.reshape(tuple(self.shapes[i]))  # type: ignore[index]  # e.g. gray HW -> HWC
+        self._samples[i] = x  # type: ignore[index]
+        return x
+
+    def raw_samples(self) -> list[Any]:
+        """The samples as stored, for kernels: CuPy arrays, or device images kept as given."""
+        return list(self._samples) if self._samples is not None else self.samples()
 
     def __getitem__(self, i: int) -> TensorGPU:
         """Sample ``i`` as a :class:`TensorGPU` (DALI's ``batch[i]``; ``at(i)`` gives CuPy)."""
@@ -254,6 +313,8 @@ class TensorListGPU:
     def dtype(self) -> np.dtype:
         if self._dense is not None:
             return self._dense.dtype
+        if self._dtype is not None:
+            return self._dtype
         return self._samples[0].dtype if self._samples else np.dtype(np.float32)  # type: ignore[index]
 
     def layout(self) -> str:
@@ -272,18 +333,19 @@ class TensorListGPU:
         if self._dense is not None:
             self._dense = self._dense.view(dtype)
         else:
-            self._samples = [x.view(dtype) for x in self._samples or []]
+            self._samples = [x.view(dtype) for x in self.samples()]
+            self._dtype = dtype if self._dtype is not None else None
 
     def data_ptr(self) -> int:
         """The device address of the first element (of the dense batch, or of sample 0)."""
         if not len(self):
             return 0
-        first = self._dense if self._dense is not None else self._samples[0]  # type: ignore[index]
+        first = self._dense if self._dense is not None else self.at(0)
         return int(first.data.ptr)
 
     def reset(self) -> None:
         """Make the batch empty (DALI's ``reset``)."""
-        self._dense, self._samples = None, []
+        self._dense, self._samples, self.shapes = None, [], None
 
     @staticmethod
     def broadcast(sample: Any, n: int) -> TensorListGPU:
@@ -307,7 +369,18 @@ class TensorListGPU:
     def shape(self) -> list[tuple[int, ...]]:
         if self._dense is not None:
             return [tuple(self._dense.shape[1:])] * len(self._dense)
+        if self.shapes is not None:
+            return [tuple(s) for s in self.shapes.tolist()]
         return [tuple(s.shape) for s in self._samples]  # type: ignore[union-attr]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the samples hold (samples kept as given are not viewed for it)."""
+        if self._dense is not None:
+            return int(self._dense.nbytes)
+        if self.shapes is not None:
+            return int(self.shapes.prod(axis=1).sum()) * self.dtype.itemsize
+        return sum(int(x.nbytes) for x in self._samples or () if x is not None)
 
     def is_dense_tensor(self) -> bool:
         shapes = self.shape()
@@ -321,8 +394,9 @@ class TensorListGPU:
                     f"the batch is ragged, samples have different shapes ({self.shape()[:6]}); "
                     "use at(i) per sample or pad them"
                 )
+            samples = self.samples()
             with self._cp.cuda.Device(self.device_id), self.stream or self._cp.cuda.Stream.null:
-                self._dense = self._cp.stack(self._samples)
+                self._dense = self._cp.stack(samples)
                 self._samples = None
         return self._dense
 
@@ -344,22 +418,32 @@ class TensorListGPU:
             self._ready.synchronize()
         if self._dense is not None:
             return TensorListCPU(self._cp.asnumpy(self._dense), self._layout)
-        return TensorListCPU([self._cp.asnumpy(s) for s in self._samples], self._layout)  # type: ignore[union-attr]
+        return TensorListCPU([self._cp.asnumpy(s) for s in self.samples()], self._layout)
 
     def head(self, n: int) -> TensorListGPU:
         if self._dense is None and n == 0 and self._samples:
-            first = self._samples[0]
+            first = self.at(0)
             data = self._cp.empty((0, *first.shape), first.dtype)
         else:
-            data = self._dense[:n] if self._dense is not None else self._samples[:n]  # type: ignore[index]
+            data = self._dense[:n] if self._dense is not None else self.samples()[:n]
         return TensorListGPU(data, self._layout, self.stream, self.device_id)
 
     def gather(self, indices: list[int]) -> TensorListGPU:
         """The batch of samples ``indices`` (repeats allowed), e.g. after skipped samples."""
-        data = (
-            self._dense[indices] if self._dense is not None else [self._samples[i] for i in indices]
-        )  # type: ignore[index]
-        return TensorListGPU(data, self._layout, self.stream, self.device_id)
+        if self._dense is not None:
+            return TensorListGPU(self._dense[indices], self._layout, self.stream, self.device_id)
+        samples = [self._samples[i] for i in indices]  # type: ignore[index]
+        if self.shapes is None:
+            return TensorListGPU(samples, self._layout, self.stream, self.device_id)
+        # still as given, and of this batch's class (a decoder's batch keeps its own)
+        return type(self)(
+            samples,
+            self._layout,
+            self.stream,
+            self.device_id,
+            shapes=self.shapes[indices],
+            dtype=self._dtype,
+        )
 
     def repeat_last(self, n: int) -> TensorListGPU:
         samples = self.samples()

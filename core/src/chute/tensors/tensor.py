@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TensorCPU", "check_layout", "copy_to_pointer", "host_array", "reinterpreted"]
+__all__ = [
+    "SampleTensor",
+    "TensorCPU",
+    "check_layout",
+    "copy_to_pointer",
+    "host_array",
+    "reinterpreted",
+]
 
 
 def is_capsule(obj: Any) -> bool:
@@ -101,23 +108,16 @@ def copy_to_pointer(array: np.ndarray, ptr: Any) -> None:
     ctypes.memmove(address, src.ctypes.data, src.nbytes)
 
 
-class TensorCPU:
-    """One sample in host memory (a view of the batch's memory)."""
+class SampleTensor:
+    """What TensorCPU and TensorGPU share: one sample's array and its dimensions' names."""
 
-    __slots__ = ("_array", "_layout", "_meta")
-
-    def __init__(self, array: Any, layout: str | None = "", meta: dict | None = None):
-        self._array = host_array(array, "TensorCPU")
-        self._layout = check_layout(layout, self._array.ndim, "TensorCPU")
-        self._meta = meta
+    __slots__ = ()
+    _array: Any
+    _layout: str
 
     def shape(self) -> list[int]:
         """The sample's shape (a list, as in DALI)."""
         return list(self._array.shape)
-
-    @property
-    def ndim(self) -> int:
-        return self._array.ndim
 
     @property
     def dtype(self) -> np.dtype:
@@ -129,11 +129,27 @@ class TensorCPU:
 
     def set_layout(self, layout: str | None) -> None:
         """Name the dimensions anew (DALI's ``set_layout``); checked against the shape."""
-        self._layout = check_layout(layout, self._array.ndim, "TensorCPU.set_layout")
+        self._layout = check_layout(layout, self._array.ndim, f"{type(self).__name__}.set_layout")
 
     def reinterpret(self, new_type: Any) -> None:
         """View the elements as ``new_type`` of the same size, in place (no copy)."""
-        self._array = self._array.view(reinterpreted(self._array.dtype, new_type, "TensorCPU"))
+        dtype = reinterpreted(self._array.dtype, new_type, type(self).__name__)
+        self._array = self._array.view(dtype)
+
+
+class TensorCPU(SampleTensor):
+    """One sample in host memory (a view of the batch's memory)."""
+
+    __slots__ = ("_array", "_layout", "_meta")
+
+    def __init__(self, array: Any, layout: str | None = "", meta: dict | None = None):
+        self._array = host_array(array, "TensorCPU")
+        self._layout = check_layout(layout, self._array.ndim, "TensorCPU")
+        self._meta = meta
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
 
     def get_property(self, key: str) -> Any:
         """A property of the sample, as DALI names them: "source_info" or "layout"."""

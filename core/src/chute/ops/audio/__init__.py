@@ -5,22 +5,20 @@ the optional ``soundfile`` package) in :mod:`chute.ops.audio.codec`.
 
 As in every family, each operator module has its backends beside it
 (``<topic>_ops.py`` / ``<topic>_kernels.py`` / ``<topic>_gpu.py``): here
-``audio_ops.py`` declares the operators, dsp.py and batched.py hold the CPU math and
+``audio_ops.py`` (signal) and ``features_ops.py`` (spectral features) declare the
+operators, dsp.py and batched.py hold the CPU math and
 ``audio_gpu.py`` the GPU backends.
 """
 
 from __future__ import annotations
 
 from chute.ops.audio.audio_ops import (
-    MFCC,
     AudioDecoder,
     AudioResample,
-    MelFilterBank,
     NonsilentRegion,
     PreemphasisFilter,
-    Spectrogram,
-    ToDecibels,
 )
+from chute.ops.audio.features_ops import MFCC, MelFilterBank, Spectrogram, ToDecibels
 
 __all__ = [
     "AudioDecoder",

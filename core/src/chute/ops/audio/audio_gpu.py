@@ -108,7 +108,7 @@ def spectrogram_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
 
 def mel_filter_bank_gpu(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     """fn.mel_filter_bank on the GPU: one matrix product for the whole batch."""
-    from chute.ops.audio.audio_ops import _axis_from_layout, _mel_matrix
+    from chute.ops.audio.features_ops import _axis_from_layout, _mel_matrix
 
     cp = _cupy(ctx)
     (batch,) = inputs

@@ -1,8 +1,8 @@
 """Audio signal processing on one NumPy sample, with DALI's conventions.
 
 Every function takes and returns NumPy arrays and holds no state, so the
-operators in :mod:`chute.ops.audio.audio_ops` are thin wrappers and the tests
-can call these directly. The feature math itself lives in
+operators in :mod:`chute.ops.audio.audio_ops` and :mod:`chute.ops.audio.features_ops`
+are thin wrappers and the tests can call these directly. The feature math itself lives in
 :mod:`chute.ops.audio.batched`, written once for NumPy and CuPy: these
 functions check arguments and run it on a batch of one. The heavy work is
 vectorized (FFT, matrix products, cumulative sums), in native code.

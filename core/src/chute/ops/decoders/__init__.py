@@ -6,8 +6,9 @@ decode_scaled, decode_resized, peek_shape) and
 
 As in every family, each operator module has its backends beside it
 (``<topic>_ops.py`` / ``<topic>_kernels.py`` / ``<topic>_gpu.py``): here
-``image_decoders.py`` declares the decoders, the codec modules above decode on the
-CPU and ``image_gpu.py`` holds their GPU ("mixed") backends.
+``image_decoders.py`` declares the decoders (``decoder_base.py`` what they share), the
+codec modules above decode on the CPU and ``image_gpu.py`` holds their GPU ("mixed")
+backends.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Image decoding operators: fn.decoders.image, image_crop, image_slice, image_random_crop,
-and fn.peek_image_shape.
+and fn.peek_image_shape (what they share is in :mod:`chute.ops.decoders.decoder_base`).
 
 Each takes encoded bytes (a 1-D uint8 sample, as readers and external_source
 give them) and decodes through :mod:`chute.ops.decoders.image_codec`; on the CPU a
 batch at a time, chunks of samples on the worker threads without the GIL
-(:mod:`chute.ops.decoders.batch_decode`), per sample in debug mode. Corrupt, truncated or unsupported samples raise
+(:mod:`chute.ops.decoders.batch_decode`), per sample in debug mode. Corrupt,
+truncated or unsupported samples raise
 :class:`~chute.ops.decoders.image_codec.DecodeError` (a ValueError), which the
 pipeline's ``on_error`` policy handles.
 """
@@ -17,18 +18,17 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
-from chute.graph.passes.hints import (
-    NO_HINTS,
-    DecodeRegion,
-    FusionPlan,
-    Hint,
-    NodeHints,
-    ScaledDecode,
-)
+from chute.graph.passes.hints import FusionPlan, Hint
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
-from chute.ops.decoders import batch_decode, image_codec
 from chute.ops.decoders.decoder_args import DALI_TUNING_ARGS, DECODE_ARGS
+from chute.ops.decoders.decoder_base import (
+    DecoderBase,
+    RandomCropSettings,
+    ScaledRegion,
+    WindowDecoder,
+    checked_roi,
+)
 from chute.ops.decoders.image_codec import peek_shape
 from chute.runtime.context import sample_key
 from chute.runtime.crop_window import (
@@ -38,166 +38,20 @@ from chute.runtime.crop_window import (
 )
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.registry import register
-from chute.runtime.tuning import current as current_tuning
 from chute.types import to_dtype
 
-_ALLOWED_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
-
-
-class ScaledRegion(np.ndarray):
-    """A decoded region at reduced DCT scale, handed by a decoder to the resize fused with it.
-
-    ``roi_window`` = (y0, x0, y1, x1), float pixels of this array, is exactly the
-    requested region; the array itself is that region grown to whole pixels.
-    """
-
-    roi_window: tuple[float, float, float, float] | None = None
-
-    @classmethod
-    def of(cls, image: np.ndarray, window: tuple[float, ...]) -> ScaledRegion:
-        """View `image` as a ScaledRegion whose exact region is `window`."""
-        region = image.view(cls)
-        region.roi_window = tuple(float(v) for v in window)
-        return region
-
-    def __array_finalize__(self, obj: Any) -> None:
-        # slices and copies are not the region any more: they lose the window
-        self.roi_window = None
-
-
-class _DecodeSettings:
-    """A decoder node's constant arguments and fusion hints, read once at build time
-    (``ctx.state``)."""
-
-    __slots__ = (
-        "adjust_orientation",
-        "decode_region",
-        "downscale_to",
-        "dtype",
-        "node",
-        "output_type",
-        "tuning",
-    )
-
-    def __init__(self, node: OpNode, hints: NodeHints = NO_HINTS):
-        self.node = node
-        self.output_type = getattr(node.arg("output_type"), "value", node.arg("output_type"))
-        self.dtype = to_dtype(node.arg("dtype"))
-        self.adjust_orientation = bool(node.arg("adjust_orientation"))
-        # decode at a reduced DCT scale for the resize after (fusion_hints)
-        scaled = hints.get(ScaledDecode)
-        self.downscale_to = scaled.size if scaled is not None else None
-        # mixed: decode only the region a fused resize + crop reads (ops/geometry/gpu_fusion.py)
-        self.decode_region = hints.get(DecodeRegion)
-        # made at build (setup): the Tuning the pipeline is built with, for the batch steps
-        self.tuning = current_tuning()
-
-
-class _RandomCropSettings(_DecodeSettings):
-    """image_random_crop's constant arguments (none of them may be given per sample)."""
-
-    __slots__ = ("area", "aspect_ratio", "num_attempts")
-
-    def __init__(self, node: OpNode, hints: NodeHints = NO_HINTS):
-        super().__init__(node, hints)
-        self.area = tuple(float(v) for v in node.arg("random_area"))
-        self.aspect_ratio = tuple(float(v) for v in node.arg("random_aspect_ratio"))
-        self.num_attempts = int(node.arg("num_attempts"))
-
-
-class _DecoderBase(Operator):
-    """Shared checks and output description of the image decoders."""
-
-    settings_class: type[_DecodeSettings] = _DecodeSettings
-    # CPU: a batch step, chunks of samples decoded without the GIL (batch_decode.py)
-    cpu_batch_wise = True
-    decodes = True
-
-    def setup(
-        self, node: OpNode, hints: NodeHints = NO_HINTS, pipeline: Any = None
-    ) -> _DecodeSettings:
-        """The node's constant decode arguments and fusion hints, so that samples need no
-        argument lookups."""
-        return self.settings_class(node, hints)
-
-    def _settings(self, ctx: Any) -> _DecodeSettings:
-        state = ctx.state
-        if isinstance(state, self.settings_class) and state.node is ctx.node:
-            return state
-        return self.settings_class(ctx.node)  # a context made without setup()
-
-    def check_args(self, args: dict[str, Any], arg_inputs: dict) -> None:
-        dtype = args.get("dtype")
-        if dtype is not None and to_dtype(dtype) not in _ALLOWED_DTYPES:
-            raise ValueError(
-                f"{self.schema.display_name}: argument 'dtype' got {dtype!r}; accepted: "
-                "uint8, uint16, float32"
-            )
-
-    def infer(self, node: OpNode, inputs: list[Spec]) -> list[Spec]:
-        dtype = to_dtype(node.arg("dtype") or np.uint8)
-        return [Spec(dtype, 3, "HWC")]
-
-    def fusion_hints(
-        self, node: OpNode, consumers: list[list[OpNode] | None], decided: FusionPlan
-    ) -> tuple[Hint, ...]:
-        # With dct_scaling, when the only reader is a resize to a fixed size, decode at
-        # the smallest DCT scale (1/2, 1/4, 1/8) that keeps the region at least that
-        # large: the inverse DCT does most of the downscaling, the resize the rest.
-        from chute.ops.geometry.resize_ops import fixed_output_size
-
-        readers = consumers[0]
-        if node.arg("dct_scaling") and node.device == "cpu" and readers and len(readers) == 1:
-            size = fixed_output_size(readers[0], node)
-            if size is not None:
-                return (ScaledDecode(size),)
-        return ()
-
-    def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
-        """Sample ``i``'s region: None (all), or a function of the image's (height, width)."""
-        return None
-
-    def prepare(
-        self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None
-    ) -> image_codec.DecodeJob:
-        """Read sample ``i``'s header and plan its decode (image_codec.prepare)."""
-        settings = self._settings(ctx)
-        return image_codec.prepare(
-            inputs[0],
-            settings.output_type,
-            settings.dtype,
-            settings.adjust_orientation,
-            self.roi(inputs, args, ctx, i, meta),
-            settings.downscale_to,
-        )
-
-    def finish(self, job: image_codec.DecodeJob, ctx: Any) -> np.ndarray:
-        """The output of a prepared (and maybe decoded) sample."""
-        image, numerator, window = image_codec.finish(job)
-        if self._settings(ctx).downscale_to is None or numerator == 8:
-            return image
-        return ScaledRegion.of(image, window)
-
-    def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self.finish(self.prepare(inputs, args, ctx, ctx.idx_in_batch, ctx.meta), ctx)
-
-    def run_batch(self, inputs: list, args: Any, ctx: Any) -> list:
-        # on the CPU the executor runs the decoders batch-wise (see fuse, batch_decode.py)
-        return batch_decode.run_batch(self, inputs, args, ctx, self._settings(ctx).tuning.max_chunk)
-
-
-def _roi(window: tuple[int, int, int, int], height: int, width: int, op: str) -> tuple:
-    y0, x0, crop_h, crop_w = window
-    if y0 < 0 or x0 < 0 or y0 + crop_h > height or x0 + crop_w > width:
-        raise ValueError(
-            f"{op}: crop window {crop_h}x{crop_w} (HxW) at (y={y0}, x={x0}) does not fit "
-            f"the {height}x{width} image"
-        )
-    return y0, x0, y0 + crop_h, x0 + crop_w
+__all__ = [
+    "Image",
+    "ImageCrop",
+    "ImageRandomCrop",
+    "ImageSlice",
+    "PeekImageShape",
+    "ScaledRegion",
+]
 
 
 @register(legacy=("image_decoder", "experimental.decoders.image"))
-class Image(_DecoderBase):
+class Image(DecoderBase):
     """Decode JPEG, PNG, BMP, TIFF, PNM, WebP, GIF (first frame) or JPEG 2000 images to HWC."""
 
     schema = Schema(
@@ -224,23 +78,8 @@ class Image(_DecoderBase):
         return image_gpu.image_mixed(self, inputs, args, ctx)
 
 
-class _WindowDecoder(_DecoderBase):
-    """A decoder of one window per image, given by ``window(inputs, args)`` (both backends)."""
-
-    def window(self, inputs: tuple, args: ArgView) -> Callable[[int, int], tuple]:
-        raise NotImplementedError
-
-    def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:
-        return self.window(inputs, args)
-
-    def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
-        from chute.ops.decoders import image_gpu
-
-        return image_gpu.image_window_mixed(self, inputs, args, ctx)
-
-
 @register(legacy=("image_decoder_crop", "experimental.decoders.image_crop"))
-class ImageCrop(_WindowDecoder):
+class ImageCrop(WindowDecoder):
     """Decode a fixed-size crop placed at (crop_pos_x, crop_pos_y) of each image."""
 
     schema = Schema(
@@ -287,13 +126,13 @@ class ImageCrop(_WindowDecoder):
                 args["crop_pos_x"],
                 args["crop_pos_y"],
             )
-            return _roi(window, height, width, self.schema.display_name)
+            return checked_roi(window, height, width, self.schema.display_name)
 
         return roi
 
 
 @register(legacy=("image_decoder_slice", "experimental.decoders.image_slice"))
-class ImageSlice(_WindowDecoder):
+class ImageSlice(WindowDecoder):
     """Decode a slice of each image given by anchor/shape inputs or start/shape arguments."""
 
     schema = Schema(
@@ -381,13 +220,13 @@ class ImageSlice(_WindowDecoder):
                 out_of_bounds_policy=args["out_of_bounds_policy"],
                 **starts,
             )
-            return _roi(window, height, width, self.schema.display_name)
+            return checked_roi(window, height, width, self.schema.display_name)
 
         return roi
 
 
 @register(legacy=("image_decoder_random_crop", "experimental.decoders.image_random_crop"))
-class ImageRandomCrop(_DecoderBase):
+class ImageRandomCrop(DecoderBase):
     """Decode a random crop of each image: uniform area fraction, log-uniform aspect ratio."""
 
     schema = Schema(
@@ -438,7 +277,7 @@ class ImageRandomCrop(_DecoderBase):
         if args.get("num_attempts", 10) < 1:
             raise ValueError(f"{self.schema.display_name}: argument 'num_attempts' must be >= 1")
 
-    settings_class = _RandomCropSettings
+    settings_class = RandomCropSettings
     lane_safe = True
 
     def roi(self, inputs: tuple, args: ArgView, ctx: Any, i: int, meta: dict | None) -> Any:

@@ -24,7 +24,7 @@ from chute.ops.readers.file import READER_ARGS
 from chute.ops.readers.records import (
     SHUFFLE_AFTER_EPOCH,
     FileCache,
-    RecordSource,
+    FileRecordSource,
     check_record_args,
     on_error_of,
 )
@@ -140,7 +140,7 @@ class COCOReader(Operator):
         return CocoSource(node, pipeline)
 
 
-class CocoSource(RecordSource):
+class CocoSource(FileRecordSource):
     """The parsed samples of the annotations; each batch reads its images' bytes."""
 
     def __init__(self, node: OpNode, pipeline: Any):
@@ -176,15 +176,6 @@ class CocoSource(RecordSource):
         self.paths = [storage.join(root, s.file_name) for s in self.samples]
         names = [s.file_name for s in self.samples]
         self.start(node, pipeline.batch_size, len(self.samples), names, on_error)
-
-    def source_info(self, index: int) -> str:
-        return self.paths[index]
-
-    def begin_batch(self, indices: list[int]) -> None:
-        self.files.fetch([self.paths[i] for i in indices])
-
-    def end_batch(self) -> None:
-        self.files.clear()
 
     def read(self, index: int) -> list[Any]:
         sample: CocoSample = self.samples[index]

@@ -14,9 +14,10 @@ from chute.ops.readers import fits_format, storage
 from chute.ops.readers.records import (
     RECORD_ARGS,
     FileCache,
+    FileRecordSource,
     RecordError,
-    RecordSource,
     check_record_args,
+    filtered_file_args,
     list_filtered_files,
     on_error_of,
 )
@@ -48,16 +49,7 @@ class FitsReader(Operator):
         name="experimental.readers.fits",
         num_outputs=1,
         args=(
-            Arg("file_root", "str", None, "Folder of the files.", per_sample=False),
-            Arg(
-                "file_filter",
-                "str",
-                "*.fits",
-                "Glob of the files to take from file_root.",
-                per_sample=False,
-            ),
-            Arg("file_list", "str", None, "Text file of paths, one a line.", per_sample=False),
-            Arg("files", "str_list", None, "File paths.", per_sample=False),
+            *filtered_file_args("*.fits"),
             Arg(
                 "hdu_indices",
                 "int_list",
@@ -129,7 +121,7 @@ def first_file_kinds(node: OpNode, indices: list[int]) -> list[tuple[np.dtype, i
     ]
 
 
-class FitsSource(RecordSource):
+class FitsSource(FileRecordSource):
     """One record per file: the file is read whole (mapped locally), its HDUs parsed."""
 
     def __init__(self, node: OpNode, pipeline: Any):
@@ -147,15 +139,6 @@ class FitsSource(RecordSource):
         names = [storage.relpath(p, root) for p in self.paths] if root else self.paths
         self.start(node, pipeline.batch_size, len(self.paths), names, on_error_of(node, pipeline))
         self.pool = WorkerPool(max(1, pipeline.num_threads), name="chute-fits")
-
-    def source_info(self, index: int) -> str:
-        return self.paths[index]
-
-    def begin_batch(self, indices: list[int]) -> None:
-        self.files.fetch([self.paths[i] for i in indices])
-
-    def end_batch(self) -> None:
-        self.files.clear()
 
     def read(self, index: int) -> list[Any]:
         path = self.paths[index]

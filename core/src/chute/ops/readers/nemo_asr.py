@@ -24,8 +24,8 @@ from chute.ops.readers.file import READER_ARGS
 from chute.ops.readers.records import (
     SHUFFLE_AFTER_EPOCH,
     FileCache,
+    FileRecordSource,
     RecordError,
-    RecordSource,
     bad_entry,
     check_record_args,
     on_error_of,
@@ -194,7 +194,7 @@ def read_manifests(
     return entries
 
 
-class NemoAsrSource(RecordSource):
+class NemoAsrSource(FileRecordSource):
     def __init__(self, node: OpNode, pipeline: Any):
         on_error = on_error_of(node, pipeline)
         try:
@@ -206,6 +206,7 @@ class NemoAsrSource(RecordSource):
             )
         except ValueError as exc:
             raise ValueError(f"{node.label}: {exc}") from None
+        self.paths = [e.audio_filepath for e in self.entries]
         self.files = FileCache()
         self.sample_rate = node.arg("sample_rate")
         self.downmix = node.arg("downmix")
@@ -213,15 +214,6 @@ class NemoAsrSource(RecordSource):
         self.outputs = [k for k in ("read_sample_rate", "read_text", "read_idxs") if node.arg(k)]
         names = [f"{e.index}:{storage.basename(e.audio_filepath)}" for e in self.entries]
         self.start(node, pipeline.batch_size, len(self.entries), names, on_error)
-
-    def source_info(self, index: int) -> str:
-        return self.entries[index].audio_filepath
-
-    def begin_batch(self, indices: list[int]) -> None:
-        self.files.fetch([self.entries[i].audio_filepath for i in indices])
-
-    def end_batch(self) -> None:
-        self.files.clear()
 
     def read(self, index: int) -> list[Any]:
         entry = self.entries[index]

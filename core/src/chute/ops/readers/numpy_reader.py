@@ -13,7 +13,7 @@ from chute.graph.spec import Spec
 from chute.ops.readers import storage
 from chute.ops.readers.npy_format import NpyHeader, parse_header, read_array, roi_window
 from chute.ops.readers.ranges import RANGE_ARGS, RangeSource, Record
-from chute.ops.readers.records import check_record_args, list_filtered_files
+from chute.ops.readers.records import check_record_args, filtered_file_args, list_filtered_files
 from chute.runtime.operator import Operator
 from chute.runtime.registry import register
 
@@ -50,16 +50,7 @@ class NumpyReader(Operator):
         name="readers.numpy",
         devices=("cpu", "gpu"),
         args=(
-            Arg("file_root", "str", None, "Folder of the files.", per_sample=False),
-            Arg(
-                "file_filter",
-                "str",
-                "*.npy",
-                "Glob of the files to take from file_root.",
-                per_sample=False,
-            ),
-            Arg("file_list", "str", None, "Text file of paths, one a line.", per_sample=False),
-            Arg("files", "str_list", None, "File paths.", per_sample=False),
+            *filtered_file_args("*.npy"),
             _roi_arg("roi_start", "int_list", "Region start (absolute coordinates)."),
             _roi_arg("rel_roi_start", "float_list", "Region start (fraction of the extent)."),
             _roi_arg("roi_end", "int_list", "Region end, exclusive (absolute)."),

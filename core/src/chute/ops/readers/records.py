@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from chute.graph.node import OpNode
+from chute.graph.schema import Arg
 from chute.ops.readers import storage
 from chute.ops.readers.file import (
     READER_ARGS,
@@ -100,6 +101,23 @@ def cache_dir(kind: str) -> str | None:
     except OSError:
         return None
     return path if os.access(path, os.W_OK) else None
+
+
+def filtered_file_args(default_filter: str) -> tuple[Arg, ...]:
+    """The arguments :func:`list_filtered_files` reads, ``file_filter`` defaulting to
+    ``default_filter``."""
+    return (
+        Arg("file_root", "str", None, "Folder of the files.", per_sample=False),
+        Arg(
+            "file_filter",
+            "str",
+            default_filter,
+            "Glob of the files to take from file_root.",
+            per_sample=False,
+        ),
+        Arg("file_list", "str", None, "Text file of paths, one a line.", per_sample=False),
+        Arg("files", "str_list", None, "File paths.", per_sample=False),
+    )
 
 
 def list_filtered_files(node: OpNode) -> list[str]:
@@ -236,3 +254,20 @@ class RecordSource(ShardedSource):
         """Release files and connections (the pipeline closes its sources)."""
         if self.pool is not None:
             self.pool.close()
+
+
+class FileRecordSource(RecordSource):
+    """A record reader whose records are whole files: record i is ``paths[i]``, read through
+    ``files`` (a :class:`FileCache` that fetches a batch's remote files together)."""
+
+    paths: list[str]
+    files: FileCache
+
+    def source_info(self, index: int) -> str:
+        return self.paths[index]
+
+    def begin_batch(self, indices: list[int]) -> None:
+        self.files.fetch([self.paths[i] for i in indices])
+
+    def end_batch(self) -> None:
+        self.files.clear()

@@ -26,6 +26,15 @@ PAD_ARGS = (
     ),
 )
 
+IMAGE_TYPE_ARG = Arg(
+    "image_type",
+    "str",
+    "RGB",
+    "Output colour: RGB, BGR or GRAY.",
+    per_sample=False,
+    choices=("RGB", "BGR", "GRAY"),
+)
+
 
 @register(legacy=("experimental.decoders.video",))
 class VideoDecoder(Operator):
@@ -64,14 +73,7 @@ class VideoDecoder(Operator):
                 choices=PAD_MODES,
             ),
             *PAD_ARGS,
-            Arg(
-                "image_type",
-                "str",
-                "RGB",
-                "Output colour: RGB, BGR or GRAY.",
-                per_sample=False,
-                choices=("RGB", "BGR", "GRAY"),
-            ),
+            IMAGE_TYPE_ARG,
             Arg("affine", "bool", True, "Accepted for DALI compatibility.", per_sample=False),
             Arg(
                 "build_index",

@@ -22,7 +22,7 @@ from chute.graph.spec import Spec
 from chute.ops.readers import storage
 from chute.ops.readers.file import READER_ARGS, check_shard_args
 from chute.ops.readers.sharding import ShardedSource
-from chute.ops.video.decoder import PAD_ARGS
+from chute.ops.video.decoder import IMAGE_TYPE_ARG, PAD_ARGS
 from chute.ops.video.frames import PAD_MODES, read_sequence
 from chute.ops.video.index import INDEX_CACHE, PacketIndex
 from chute.runtime.operator import Operator
@@ -113,14 +113,7 @@ class VideoReader(Operator):
                 choices=PAD_MODES,
             ),
             *PAD_ARGS,
-            Arg(
-                "image_type",
-                "str",
-                "RGB",
-                "Output colour: RGB, BGR or GRAY.",
-                per_sample=False,
-                choices=("RGB", "BGR", "GRAY"),
-            ),
+            IMAGE_TYPE_ARG,
             Arg(
                 "enable_frame_num",
                 "bool",

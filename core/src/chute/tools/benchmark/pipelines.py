@@ -8,6 +8,20 @@ MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
 
+def imagenet_input(fn: Any, types: Any, images: Any, mirror: Any = 0) -> Any:
+    """crop_mirror_normalize to ResNet-50's input: a 224x224 centre crop, fp16 CHW (``fn``
+    and ``types`` are chute's or DALI's: both libraries' pipelines end the same way)."""
+    return fn.crop_mirror_normalize(
+        images,
+        dtype=types.FLOAT16,
+        output_layout="CHW",
+        crop=(224, 224),
+        mean=MEAN,
+        std=STD,
+        mirror=mirror,
+    )
+
+
 def train_pipeline(
     root: str,
     batch_size: int,
@@ -52,16 +66,7 @@ def train_pipeline(
             num_attempts=100,
         )
         images = fn.resize(images, resize_x=224, resize_y=224)
-        images = fn.crop_mirror_normalize(
-            images,
-            dtype=types.FLOAT16,
-            output_layout="CHW",
-            crop=(224, 224),
-            mean=MEAN,
-            std=STD,
-            mirror=fn.random.coin_flip(),
-        )
-        return images, labels
+        return imagenet_input(fn, types, images, fn.random.coin_flip()), labels
 
     return pipe()
 
@@ -81,15 +86,7 @@ def val_pipeline(
         jpegs, labels = fn.readers.file(file_root=root, name="Reader")
         images = fn.decoders.image(jpegs, device="mixed" if gpu else "cpu", output_type=types.RGB)
         images = fn.resize(images, resize_shorter=256)
-        images = fn.crop_mirror_normalize(
-            images,
-            dtype=types.FLOAT16,
-            output_layout="CHW",
-            crop=(224, 224),
-            mean=MEAN,
-            std=STD,
-        )
-        return images, labels
+        return imagenet_input(fn, types, images), labels
 
     return pipe()
 

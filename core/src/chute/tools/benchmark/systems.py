@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.tools.benchmark.pipelines import MEAN, STD
+from chute.tools.benchmark.pipelines import MEAN, STD, imagenet_input
 
 
 def files_of(root: str) -> list[tuple[str, int]]:
@@ -100,16 +100,7 @@ def dali_pipeline(
             images = fn.decoders.image(jpegs, device=dev, output_type=types.RGB)
             images = fn.resize(images, resize_shorter=256)
             mirror = 0
-        images = fn.crop_mirror_normalize(
-            images,
-            dtype=types.FLOAT16,
-            output_layout="CHW",
-            crop=(224, 224),
-            mean=MEAN,
-            std=STD,
-            mirror=mirror,
-        )
-        return images, labels
+        return imagenet_input(fn, types, images, mirror), labels
 
     return pipe()
 

@@ -1,0 +1,104 @@
+"""chute beside DALI on one machine: fresh processes alternating over rounds, median ratios.
+
+    python bench/vs_dali.py --data DIR --configs train:16,train:4,val:16 --rounds 5 \
+        [--systems "chute;dali;chute+hy:--tuning hw_load=0.65"] [--device gpu] [--json OUT]
+
+Each round runs every system once per config (preset:threads), each in a new process
+(``python -m chute bench --systems NAME --reps 1``), in an order that flips from round to
+round, so that a machine whose speed drifts (the GPU hosts vary by +-20% between calls)
+slows every system alike. A system is ``NAME[:extra chute bench arguments]``; the bench
+system is NAME up to a ``+`` (``chute+hy`` runs ``chute`` with its extra ``--tuning``).
+Printed last, per config and system: median img/s, the median and per-round ratios to
+DALI, the GPU memory the run added (MB) and the process's CPU time per image (ms,
+start-up included, so only comparable between systems of one table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+
+def run_one(system: str, extra: str, preset: str, threads: str, a: argparse.Namespace) -> dict:
+    """One fresh ``chute bench`` process: img/s, GPU MB added and CPU ms per image (or None)."""
+    bench = system.split("+")[0]
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [sys.executable, "-m", "chute", "bench", "--data", a.data, "--preset", preset]
+        cmd += ["--device", a.device, "--systems", bench, *extra.split()]
+        cmd += ["--batch-size", str(a.batch), "--threads", threads, "--warmup", str(a.warmup)]
+        cmd += ["--iters", str(a.iters), "--reps", "1", "--json", f.name]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        try:
+            with open(f.name) as out:
+                result = json.load(out)["results"][bench]
+        except (OSError, ValueError, KeyError):
+            print(done.stdout[-1500:], done.stderr[-2500:], flush=True)
+            return {"img_s": None, "gpu_mb": None, "cpu_ms_per_img": None}
+    images = (a.warmup + a.iters) * a.batch
+    return {
+        "img_s": result.get("img_per_s"),
+        "gpu_mb": result.get("gpu_mb_added"),
+        "cpu_ms_per_img": round(1000 * cpu / images, 3),
+    }
+
+
+def _median(values: list) -> float:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else float("nan")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True, help="ImageNet-like folder of JPEGs")
+    p.add_argument("--configs", default="train:16,val:16", help="preset:threads, comma-separated")
+    p.add_argument("--systems", default="chute;dali", help="NAME[:extra args], ';'-separated")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--iters", type=int, default=40)
+    p.add_argument("--device", default="gpu", choices=("gpu", "cpu"))
+    p.add_argument("--timeout", type=float, default=240.0, help="seconds for one run")
+    p.add_argument("--json", default=None, help="write every round here (after each config)")
+    a = p.parse_args()
+    systems = [s.split(":", 1) if ":" in s else [s, ""] for s in a.systems.split(";") if s]
+    names = [n for n, _ in systems]
+    configs = [c.split(":") for c in a.configs.split(",") if c]
+    results: dict[str, dict[str, Any]] = {f"{pr}:{t}": {n: [] for n in names} for pr, t in configs}
+    for r in range(a.rounds):
+        for preset, threads in configs:
+            key = f"{preset}:{threads}"
+            for name, extra in systems if r % 2 == 0 else systems[::-1]:
+                one = run_one(name, extra, preset, threads, a)
+                results[key][name].append(one)
+                print(f"round {r} {key} {name}: {one}", flush=True)
+            if a.json:
+                record = {"args": vars(a), "nproc": os.cpu_count(), "results": results}
+                with open(a.json, "w") as f:
+                    json.dump(record, f, indent=1)
+    print(f"\n{'config':10} {'system':10} {'img/s':>8} {'/DALI':>6} {'per-round':28} "
+          f"{'GPU MB':>7} {'CPU ms/img':>10}")  # fmt: skip
+    for key, runs in results.items():
+        dali = [x["img_s"] for x in runs.get("dali", [])]
+        for name in names:
+            rates = [x["img_s"] for x in runs[name]]
+            ratios = [c / d for c, d in zip(rates, dali) if c and d]
+            print(
+                f"{key:10} {name:10} {_median(rates):8.0f} {_median(ratios):6.2f} "
+                f"{' '.join(f'{q:.2f}' for q in ratios):28} "
+                f"{_median([x['gpu_mb'] for x in runs[name]]):7.0f} "
+                f"{_median([x['cpu_ms_per_img'] for x in runs[name]]):10.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
