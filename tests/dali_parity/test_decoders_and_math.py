@@ -59,15 +59,24 @@ DECODERS = [
     Case("peek_image_shape", lambda L, x: L.fn.peek_image_shape(x), JPEGS, layout=None),
 ]
 
-PROMOTION = (
-    "type promotion: DALI makes a Python int an INT32 constant, so uint8 * 2 is int32; "
-    "chute keeps uint8 (NumPy's rule for Python scalars), which wraps"
-)
-
 MATH = [
-    xfail(Case("uint8 * 2 + 1", lambda L, x: x * 2 + 1, why=PROMOTION)),
-    xfail(Case("uint8 - 200", lambda L, x: x - 200, why=PROMOTION)),
-    xfail(Case("uint8 // 3", lambda L, x: x // 3, why=PROMOTION + " (the values agree)")),
+    # DALI's constants: a Python int is INT32, a float FLOAT (no wrap-around in uint8 * 2)
+    Case("uint8 * 2 + 1", lambda L, x: x * 2 + 1),
+    Case("uint8 - 200", lambda L, x: x - 200),
+    Case("uint8 // 3", lambda L, x: x // 3),
+    Case("uint8 + 0.5", lambda L, x: x + 0.5),
+    Case("bool * 2", lambda L, x: (x > 100) * 2),
+    Case("int16 + 1", lambda L, x: L.fn.cast(x, dtype=L.types.INT16) + 1),
+    Case("uint16 * 2.5", lambda L, x: L.fn.cast(x, dtype=L.types.UINT16) * 2.5),
+    Case(
+        "int8 * uint8 constant",
+        lambda L, x: L.fn.cast(x, dtype=L.types.INT8) * L.types.Constant(2, L.types.UINT8),
+    ),
+    Case(
+        "uint32 + int32",
+        lambda L, x: L.fn.cast(x, dtype=L.types.UINT32) + L.fn.cast(x, dtype=L.types.INT32),
+    ),
+    Case("float64 + 0.1", lambda L, x: L.fn.cast(x, dtype=L.types.FLOAT64) + 0.1),
     Case("uint8 / 3", lambda L, x: x / 3),
     Case("uint8 > 100", lambda L, x: x > 100),
     Case("uint8 & 0x0F", lambda L, x: x & L.types.Constant(15, L.types.UINT8)),
