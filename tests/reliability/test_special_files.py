@@ -169,3 +169,21 @@ def test_read_processes_refuse_a_fifo(tmp_path):
         assert str(fifo) in result[1]
     finally:
         processes.close()
+
+
+@pytest.mark.parametrize("recursive", [True, False])
+def test_chute_check_names_a_fifo_instead_of_blocking(dataset_with_fifo, recursive):
+    """``chute check`` reads as readers.file does: before, it blocked on the FIFO forever."""
+    from chute.tools.check import check
+
+    root, fifo = dataset_with_fifo
+    folder = str(root / "c")
+    box, elapsed = _within(DEADLINE_S, lambda: check(folder, recursive, 1, False, False), fifo)
+    report = box["value"]
+    assert report.files == 3
+    assert [(b.path, b.reason, b.category) for b in report.bad] == [
+        (fifo, "cannot read: not a regular file (a FIFO)", "unreadable")
+    ]
+    # named on the command line, it is checked and refused too (was "no image files")
+    box, _ = _within(DEADLINE_S, lambda: check(fifo, progress=False), fifo)
+    assert [b.reason for b in box["value"].bad] == ["cannot read: not a regular file (a FIFO)"]
