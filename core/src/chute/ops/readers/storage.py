@@ -96,8 +96,8 @@ def _missing_backend(url: str, exc: ImportError) -> ImportError:
                 continue
             return ImportError(
                 f"cannot read {url!r}: {protocol}:// URLs are read through fsspec's {package} "
-                f"backend, which is not installed: pip install {package} "
-                f"(or pip install 'chute[{extra}]')"
+                f"backend, which is not installed or cannot be imported ({exc}): "
+                f"pip install {package} (or pip install 'chute[{extra}]')"
             )
     return ImportError(f"cannot read {url!r}: {exc}")
 
