@@ -101,21 +101,11 @@ def test_gpu_a_per_sample_size_names_the_sample():
     assert "over the per-sample limit of 4.0 GiB" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap (issue 30): the GPU resize names 'size' for every size argument; the CPU "
-    "names the one given ('resize_x')",
-)
 def test_gpu_resize_names_the_argument_given():
     with pytest.raises(OperatorError, match=r"argument 'resize_x' asks for an output"):
         run_gpu(lambda x: fn.resize(x, resize_x=2e9))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap (issue 30): on the GPU an over-limit sample fails the whole resize batch "
-    "(OperatorError) instead of being skipped and reported as on the CPU",
-)
 def test_gpu_under_skip_the_huge_sample_is_skipped_and_reported():
     sizes = [np.array([8, 8], np.float32), np.array([1e6, 1e6], np.float32)]
     (out,), errors = run_gpu(
