@@ -16,7 +16,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from chute.ops.geometry._border import cv_apply, cv_border, widen_unit_extents
+from chute.ops.geometry._border import as_hwc, cv_apply, cv_border, fill_tuple, widen_unit_extents
 from chute.ops.geometry.resize_kernels import interp_name
 from chute.runtime.limits import check_output
 
@@ -92,6 +92,9 @@ def warp_affine(
     if out_h <= 0 or out_w <= 0:
         raise ValueError(f"output size must be positive, got {out_h}x{out_w}")
     mode = resolve_border(border, fill_value)
+    shift = whole_pixel_shift(m)
+    if shift is not None and mode == "constant" and interp_name(interp_type) in ("nn", "linear"):
+        return shift_image(image, shift, out_h, out_w, fill_value)
     flags = _CV_INTERP[interp_name(interp_type)] | cv2.WARP_INVERSE_MAP
     cv_matrix = to_opencv(m)
     if interp_name(interp_type) == "nn":
@@ -122,6 +125,42 @@ def warp_affine(
         )
 
     return cv_apply(widen_unit_extents(image, mode), run, fill_value)
+
+
+def whole_pixel_shift(m: np.ndarray) -> tuple[int, int] | None:
+    """The (dx, dy) of an output->input matrix that only moves by whole pixels, else None."""
+    if m[0, 0] != 1 or m[0, 1] != 0 or m[1, 0] != 0 or m[1, 1] != 1:
+        return None
+    dx, dy = float(m[0, 2]), float(m[1, 2])
+    if not (dx.is_integer() and dy.is_integer()) or max(abs(dx), abs(dy)) > 1 << 30:
+        return None
+    return int(dx), int(dy)
+
+
+def shift_image(
+    image: np.ndarray,
+    shift: tuple[int, int],
+    out_h: int,
+    out_w: int,
+    fill_value: float | Sequence[float] | None,
+) -> np.ndarray:
+    """Output pixel (x, y) = input pixel (x + dx, y + dy), ``fill_value`` outside: a warp by
+    whole pixels with a constant border, as copies (linear and nearest-neighbour sampling
+    land on the pixel centres, so they equal OpenCV's warp of the same matrix)."""
+    dx, dy = shift
+    hwc, squeeze = as_hwc(image)
+    in_h, in_w, channels = hwc.shape
+    fill = np.array(fill_tuple(fill_value, channels), np.float64)
+    if hwc.dtype.kind in "iu":  # OpenCV rounds (half to even) and saturates the fill value
+        info = np.iinfo(hwc.dtype)
+        fill = np.clip(np.rint(fill), info.min, info.max)
+    out = np.empty((out_h, out_w, channels), hwc.dtype)
+    out[...] = fill.astype(hwc.dtype)
+    y0, y1 = max(0, -dy), min(out_h, in_h - dy)
+    x0, x1 = max(0, -dx), min(out_w, in_w - dx)
+    if y0 < y1 and x0 < x1:
+        out[y0:y1, x0:x1] = hwc[y0 + dy : y1 + dy, x0 + dx : x1 + dx]
+    return out[:, :, 0] if squeeze else out
 
 
 def nearest_source(m: np.ndarray, out_h: int, out_w: int) -> tuple[np.ndarray, np.ndarray]:
