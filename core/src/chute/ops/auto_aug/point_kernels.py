@@ -78,9 +78,10 @@ def sample_stats(kind: str, image: np.ndarray) -> dict[str, np.ndarray]:
             totals = image.reshape(-1, channels).sum(axis=0, dtype=np.float64)
         count = image.size // channels
         return {"mean": (totals / count).astype(np.float32)[None]}
-    pixels = image.reshape(-1)
-    lo = np.array([pixels[c::channels].min() for c in range(channels)], np.uint8)
-    hi = np.array([pixels[c::channels].max() for c in range(channels)], np.uint8)
+    planes = cv2.split(np.ascontiguousarray(image))
+    ranges = [cv2.minMaxLoc(plane)[:2] for plane in planes]
+    lo = np.array([r[0] for r in ranges], np.uint8)
+    hi = np.array([r[1] for r in ranges], np.uint8)
     return {"lo": lo[None], "hi": hi[None]}
 
 
@@ -174,6 +175,11 @@ def apply_point(image: np.ndarray, kind: str, param: float) -> np.ndarray:
     channels = hwc.shape[2]
     if hwc.size == 0:
         return image.copy()
+    if kind == "equalize" and hwc.size // channels < 1 << 24:
+        # OpenCV's own equalizeHist per channel: the rule of equalize_lut, in one C++ call each
+        planes = [cv2.equalizeHist(plane) for plane in cv2.split(np.ascontiguousarray(hwc))]
+        out = cv2.merge(planes).reshape(hwc.shape)
+        return out[:, :, 0] if squeeze else out
     luts = point_luts(kind, np.array([param]), sample_stats(kind, hwc), channels)[0]
     out = lut_channels(hwc, luts)
     return out[:, :, 0] if squeeze else out

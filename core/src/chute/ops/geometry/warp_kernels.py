@@ -83,7 +83,10 @@ def warp_affine(
     "constant" with ``fill_value`` when one is given, else "replicate" (DALI clamps).
     """
     m = as_affine(matrix)
-    if not inverse_map:
+    forward_shift = None if inverse_map else whole_pixel_shift(m)
+    if forward_shift is not None:  # the inverse of a whole-pixel shift, without inverting
+        m = np.array([[1.0, 0.0, -forward_shift[0]], [0.0, 1.0, -forward_shift[1]]])
+    elif not inverse_map:
         m = invert_affine(m)
     in_h, in_w = image.shape[:2]
     if size is not None:
@@ -127,6 +130,10 @@ def warp_affine(
     return cv_apply(widen_unit_extents(image, mode), run, fill_value)
 
 
+# dtypes cv2.copyMakeBorder pads exactly with a constant (float64 fills convert exactly)
+_CV_PAD_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.float32)
+
+
 def whole_pixel_shift(m: np.ndarray) -> tuple[int, int] | None:
     """The (dx, dy) of an output->input matrix that only moves by whole pixels, else None."""
     if m[0, 0] != 1 or m[0, 1] != 0 or m[1, 0] != 0 or m[1, 1] != 1:
@@ -150,14 +157,26 @@ def shift_image(
     dx, dy = shift
     hwc, squeeze = as_hwc(image)
     in_h, in_w, channels = hwc.shape
-    fill = np.array(fill_tuple(fill_value, channels), np.float64)
+    values = fill_tuple(fill_value, channels)
     if hwc.dtype.kind in "iu":  # OpenCV rounds (half to even) and saturates the fill value
         info = np.iinfo(hwc.dtype)
-        fill = np.clip(np.rint(fill), info.min, info.max)
-    out = np.empty((out_h, out_w, channels), hwc.dtype)
-    out[...] = fill.astype(hwc.dtype)
+        values = tuple(float(min(max(round(v), info.min), info.max)) for v in values)
+    fill = np.array(values, np.float64).astype(hwc.dtype)
     y0, y1 = max(0, -dy), min(out_h, in_h - dy)
     x0, x1 = max(0, -dx), min(out_w, in_w - dx)
+    if y0 < y1 and x0 < x1 and channels <= 4 and hwc.dtype.type in _CV_PAD_DTYPES:
+        # the kept window, bordered with the fill by OpenCV (one pass)
+        window = np.ascontiguousarray(hwc[y0 + dy : y1 + dy, x0 + dx : x1 + dx])
+        value = values + (0.0,) * (4 - channels)
+        out = cv2.copyMakeBorder(
+            window, y0, out_h - y1, x0, out_w - x1, cv2.BORDER_CONSTANT, value=value
+        ).reshape(out_h, out_w, channels)
+        return out[:, :, 0] if squeeze else out
+    out = np.empty((out_h, out_w, channels), hwc.dtype)
+    if (fill == fill[0]).all():
+        out.fill(fill[0])
+    else:
+        out[...] = fill
     if y0 < y1 and x0 < x1:
         out[y0:y1, x0:x1] = hwc[y0 + dy : y1 + dy, x0 + dx : x1 + dx]
     return out[:, :, 0] if squeeze else out
