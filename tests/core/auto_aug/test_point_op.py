@@ -150,7 +150,7 @@ def test_equal_to_the_operator_chain_it_replaced(kind, graph, params):
     ]
     images.append(FLAT_GREEN)
     if params is not None:
-        params = list(np.float32(params)) + [np.float32(0.77)]
+        params = [*np.float32(params), np.float32(0.77)]
     fused = run(kind, images, params)
     chained = run(kind, images, params, graph=graph)
     for f, c in zip(fused, chained):
