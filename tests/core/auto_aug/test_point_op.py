@@ -227,3 +227,38 @@ def test_gpu_equals_cpu(kind, params):
     for c, g in zip(cpu, gpu):
         assert c.shape == g.shape and c.dtype == g.dtype
         np.testing.assert_array_equal(c, g)
+
+
+def test_sequences_frame_by_frame():
+    video = np.stack([IMAGES[0], IMAGES[4], 255 - IMAGES[0]])
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        x = fn.external_source(source=lambda: [video], layout="FHWC")
+        return point_op(x, "auto_contrast"), point_op(x, "equalize"), point_op(x, "contrast", 0.5)
+
+    outs = [np.asarray(o.at(0)) for o in pipe().run()]
+    for kind, out in zip(("auto_contrast", "equalize", "contrast"), outs):
+        assert out.shape == video.shape
+        for f in range(len(video)):  # each frame with its own statistics
+            np.testing.assert_array_equal(out[f], apply_point(video[f], kind, 0.5))
+    assert outs[0][1][..., 1].tolist() == video[1][..., 1].tolist()  # flat channel kept
+
+
+@pytest.mark.gpu
+def test_gpu_sequences_equal_cpu():
+    videos = [np.stack([IMAGES[0], IMAGES[4]]), np.stack([IMAGES[4], 255 - IMAGES[0], IMAGES[0]])]
+
+    def outputs(device):
+        @pipeline_def(batch_size=2, num_threads=1, device_id=0 if device == "gpu" else None, seed=1)
+        def pipe():
+            x = fn.external_source(source=lambda: videos, layout="FHWC")
+            p = fn.external_source(source=lambda: [np.float32(0.4), np.float32(1.6)])
+            x = x.gpu() if device == "gpu" else x
+            return point_op(x, "contrast", p), point_op(x, "equalize")
+
+        return [[np.asarray(o.as_cpu().at(i)) for i in range(2)] for o in pipe().run()]
+
+    for c_out, g_out in zip(outputs("cpu"), outputs("gpu")):
+        for c, g in zip(c_out, g_out):
+            np.testing.assert_array_equal(c, g)

@@ -164,14 +164,22 @@ def _auto_contrast_luts(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def apply_point(image: np.ndarray, kind: str, param: float) -> np.ndarray:
-    """One HWC (or HW) uint8 image through the ``kind`` table of its parameter."""
+    """One HWC (or HW) uint8 image through the ``kind`` table of its parameter; a sequence
+    (FHWC) frame by frame, each with its own statistics."""
     image = np.asarray(image)
     if image.dtype != np.uint8:
         raise TypeError(f"the {kind} augmentation takes uint8 images, got {image.dtype}")
+    if image.ndim == 4:
+        out = np.empty_like(image)
+        for f, frame in enumerate(image):
+            out[f] = apply_point(frame, kind, param)
+        return out
     squeeze = image.ndim == 2
     hwc = image[:, :, None] if squeeze else image
     if hwc.ndim != 3:
-        raise ValueError(f"the {kind} augmentation takes HWC or HW images, got shape {image.shape}")
+        raise ValueError(
+            f"the {kind} augmentation takes HWC, HW or FHWC images, got shape {image.shape}"
+        )
     channels = hwc.shape[2]
     if hwc.size == 0:
         return image.copy()

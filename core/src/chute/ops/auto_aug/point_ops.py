@@ -40,9 +40,9 @@ class AutoAugPoint(Operator):
         kind = node.arg("kind")
         if spec.dtype is not None and np.dtype(spec.dtype) != np.uint8:
             raise TypeError(f"the {kind} augmentation takes uint8 images, got {spec.dtype}")
-        if spec.ndim is not None and spec.ndim not in (2, 3):
+        if spec.ndim is not None and spec.ndim not in (2, 3, 4):
             raise ValueError(
-                f"the {kind} augmentation takes HWC or HW images, got {spec.ndim} dims"
+                f"the {kind} augmentation takes HWC, HW or FHWC images, got {spec.ndim} dims"
             )
         return [spec]
 
