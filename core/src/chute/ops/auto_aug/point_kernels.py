@@ -15,6 +15,8 @@ functions from histograms it counts on the device.
 
 from __future__ import annotations
 
+import functools
+
 import cv2
 import numpy as np
 
@@ -99,7 +101,8 @@ def stats_from_histograms(kind: str, hist: np.ndarray) -> dict[str, np.ndarray]:
     if need == "mean":
         totals = (hist * np.arange(256, dtype=np.int64)).sum(axis=2).astype(np.float64)
         count = hist[:, :1].sum(axis=2).astype(np.float64)
-        return {"mean": (totals / count).astype(np.float32)}
+        with np.errstate(invalid="ignore", divide="ignore"):  # an empty image: no pixel reads it
+            return {"mean": (totals / count).astype(np.float32)}
     occupied = hist > 0
     lo = np.argmax(occupied, axis=2).astype(np.uint8)
     hi = (255 - np.argmax(occupied[:, :, ::-1], axis=2)).astype(np.uint8)
@@ -188,9 +191,20 @@ def apply_point(image: np.ndarray, kind: str, param: float) -> np.ndarray:
         planes = [cv2.equalizeHist(plane) for plane in cv2.split(np.ascontiguousarray(hwc))]
         out = cv2.merge(planes).reshape(hwc.shape)
         return out[:, :, 0] if squeeze else out
-    luts = point_luts(kind, np.array([param]), sample_stats(kind, hwc), channels)[0]
+    if kind in NEEDS_STATS:
+        luts = point_luts(kind, np.array([param]), sample_stats(kind, hwc), channels)[0]
+    else:
+        luts = _fixed_luts(kind, float(param), channels)
     out = lut_channels(hwc, luts)
     return out[:, :, 0] if squeeze else out
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_luts(kind: str, param: float, channels: int) -> np.ndarray:
+    """The tables of a kind that reads no statistics: one per parameter, kept (read-only)."""
+    luts = point_luts(kind, np.array([param]), {}, channels)[0]
+    luts.setflags(write=False)
+    return luts
 
 
 def lut_channels(image: np.ndarray, luts: np.ndarray) -> np.ndarray:
