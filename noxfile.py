@@ -52,6 +52,9 @@ TEST_DEPS = [
     "s3fs>=2024.2",
     "aiohttp>=3.9",
     "moto[server]>=5",
+    # gs:// through gcsfs, tested against a small GCS JSON API server in the tests. gcsfs
+    # brings google-auth, google-cloud-storage and grpcio (~20 packages): pinned by the lock.
+    "gcsfs>=2024.2",
     "astropy>=5",  # tile-compressed FITS images (fn.experimental.readers.fits)
     "lz4>=4",
 ]

@@ -1,8 +1,8 @@
 """Reader throughput: readers.file / tfrecord / webdataset from local disk, S3 and HTTP.
 
-Makes an ImageNet-like set of JPEGs with ../shared/tools/make_dataset.py (or takes one with
---data), packs it as TFRecord files (with tfrecord2idx-style index files) and WebDataset
-tar shards, starts an S3-compatible server (moto, a subprocess on 127.0.0.1) holding a
+Makes an ImageNet-like set of JPEGs with ../shared/tools/make_dataset.py (or packs a folder
+that script made, --images, or takes an earlier run's folder, --data), packs it as TFRecord
+files (with tfrecord2idx-style index files) and WebDataset tar shards, starts an S3-compatible server (moto, a subprocess on 127.0.0.1) holding a
 copy and an HTTP server with byte ranges (a subprocess serving the folder), then measures
 in one run, arm by arm, alternating rounds:
 
@@ -11,12 +11,17 @@ in one run, arm by arm, alternating rounds:
 
 for every reader x source (local, s3, http). With --dali-python (an interpreter with
 nvidia-dali-cuda130 2.4) DALI's CPU readers read the same local files in that interpreter
-(read, and read+decode with --decode). Medians over --rounds rounds of --epochs epochs,
-after one warm-up epoch per arm (listing, indexing, connection pools).
+(read, and read+decode with --decode). With --torch-python (an interpreter with torch and
+the ``webdataset`` package) the ``wds-loader`` arm reads the same tar shards with
+``webdataset.WebDataset(...).decode("rgb8").to_tuple("jpg", "cls")`` in a torch DataLoader
+with num_workers = --threads (full-size RGB uint8, the decode of the chute and DALI arms).
+Every round runs each system (chute, DALI, wds-loader) in a fresh process, in an order
+that alternates from round to round. Medians over --rounds rounds of --epochs epochs,
+after one warm-up epoch per arm (listing, indexing, connection pools, worker start).
 
 Usage: PYTHONPATH=core/src python bench/readers.py [--n 1024] [--batch 64] [--threads 2]
-       [--rounds 3] [--epochs 1] [--decode] [--dali-python /tmp/dalivenv/bin/python]
-       [--json bench/results/readers_cpu_<date>.json]
+       [--rounds 3] [--epochs 1] [--decode] [--images DIR] [--dali-python DALI_PY]
+       [--torch-python TORCH_PY] [--json bench/results/readers_cpu_<date>.json]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -225,15 +231,83 @@ def measure(lib: str, name: str, base: str, local: Path, args, decode: bool) -> 
     return out
 
 
-def dali_worker(args) -> None:
-    """In the DALI interpreter: every DALI arm of one round, as JSON on stdout."""
+def _as_list(batch: list) -> list:
+    return batch  # images differ in size: the DataLoader hands out the batch's samples
+
+
+def measure_wds_loader(local: Path, args, decode: bool) -> dict:
+    """The ``webdataset`` library in a torch DataLoader reading the local tar shards."""
+    import torch
+    import webdataset as wds
+
+    urls = [str(local / "wds" / f"shard{k}.tar") for k in range(WDS_SHARDS)]
+    ds = wds.WebDataset(urls, shardshuffle=False, empty_check=False)
+    if decode:
+        ds = ds.decode("rgb8")  # PIL, full size, HWC uint8 RGB
+    ds = ds.to_tuple("jpg", "cls")
+    workers = args.threads
+    loader = torch.utils.data.DataLoader(
+        ds,
+        batch_size=args.batch,
+        num_workers=workers,
+        collate_fn=_as_list,
+        persistent_workers=workers > 0,
+        prefetch_factor=2 if workers > 0 else None,
+    )
+
+    def epoch() -> tuple[int, int]:
+        images = nbytes = 0
+        for batch in loader:
+            images += len(batch)
+            if not decode:
+                nbytes += sum(len(jpeg) for jpeg, _ in batch)
+            elif batch and np.asarray(batch[0][0]).dtype != np.uint8:
+                raise SystemExit("wds-loader: the decoded images are not uint8")
+        return images, nbytes
+
+    epoch()  # warm-up: worker start
+    start = time.perf_counter()
+    images = nbytes = 0
+    for _ in range(args.epochs):
+        i, b = epoch()
+        images, nbytes = images + i, nbytes + b
+    seconds = time.perf_counter() - start
+    out = {"img_s": images / seconds, "seconds": seconds, "images": images}
+    if not decode:
+        out["MB_s"] = nbytes / seconds / 1e6
+    return out
+
+
+def worker(args) -> None:
+    """In a fresh process: every arm of one system for one round, as JSON on stdout."""
     local = Path(args.data)
+    bases = {"local": str(local), **json.loads(args.bases)}
     results = {}
     for decode in (False, True) if args.decode else (False,):
+        mode = "read+decode" if decode else "read"
+        if args.worker == "wds-loader":
+            results[f"wds-loader/webdataset/local/{mode}"] = measure_wds_loader(local, args, decode)
+            continue
+        sources = args.sources.split(",") if args.worker == "chute" else ["local"]
         for name in args.readers.split(","):
-            key = f"dali/{name}/local/{'read+decode' if decode else 'read'}"
-            results[key] = measure("dali", name, str(local), local, args, decode)
+            for source in sources:
+                key = f"{args.worker}/{name}/{source}/{mode}"
+                results[key] = measure(args.worker, name, bases[source], local, args, decode)
+                print(f"  {key}: {results[key]['img_s']:.0f} img/s", file=sys.stderr, flush=True)
     print(json.dumps(results))
+
+
+def run_worker(system: str, python: str, data: Path, bases: dict, args) -> dict:
+    """One system's arms of one round in a fresh ``python`` process."""
+    cmd = [python, __file__, "--worker", system, "--data", str(data), "--bases", json.dumps(bases)]
+    cmd += ["--batch", str(args.batch), "--threads", str(args.threads)]
+    cmd += ["--epochs", str(args.epochs), "--readers", args.readers, "--sources", args.sources]
+    cmd += ["--decode"] if args.decode else []
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "core/src")}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"the {system} worker failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -248,48 +322,50 @@ def main() -> None:
     ap.add_argument("--readers", default=",".join(READERS), help="e.g. tfrecord,webdataset")
     ap.add_argument("--sources", default=",".join(SOURCES), help="e.g. local,http")
     ap.add_argument("--data", help="a folder made by an earlier run (images/, tfr/, wds/)")
-    ap.add_argument("--dali-python")
-    ap.add_argument("--dali-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--images", help="a folder of JPEGs made by make_dataset.py to pack")
+    ap.add_argument("--dali-python", help="an interpreter with nvidia.dali: DALI's arms")
+    ap.add_argument("--torch-python", help="an interpreter with torch + webdataset: wds-loader")
+    ap.add_argument("--worker", choices=("chute", "dali", "wds-loader"), help=argparse.SUPPRESS)
+    ap.add_argument("--bases", default="{}", help=argparse.SUPPRESS)
     ap.add_argument("--json")
     args = ap.parse_args()
-    if args.dali_worker:
-        dali_worker(args)
+    if args.worker:
+        worker(args)
         return
 
     tmp = tempfile.TemporaryDirectory(prefix="chute-bench-readers-")
     data = Path(args.data) if args.data else Path(tmp.name) / "data"
     if not (data / "images").exists():
-        make_images(data / "images", args.n, args.classes)
+        if args.images:
+            shutil.copytree(args.images, data / "images")  # a copy: S3 gets it uploaded too
+        else:
+            make_images(data / "images", args.n, args.classes)
     sizes = pack(data / "images", data) if not (data / "wds").exists() else None
     sizes = sizes or {
         "images": len(list((data / "images").rglob("*.jpg"))),
         "jpeg_bytes": sum(p.stat().st_size for p in (data / "images").rglob("*.jpg")),
     }
     os.environ.setdefault("CHUTE_CACHE_DIR", str(Path(tmp.name) / "cache"))
+    systems = [("chute", sys.executable)]
+    systems += [("dali", args.dali_python)] if args.dali_python else []
+    systems += [("wds-loader", args.torch_python)] if args.torch_python else []
     servers = []
-    bases = {"local": str(data)}
+    bases = {}
+    order = []
     try:
-        s3, bases["s3"] = start_s3(data)
-        servers.append(s3)
-        http, bases["http"] = start_http(data)
-        servers.append(http)
+        sources = args.sources.split(",")
+        if "s3" in sources:
+            s3, bases["s3"] = start_s3(data)
+            servers.append(s3)
+        if "http" in sources:
+            http, bases["http"] = start_http(data)
+            servers.append(http)
         runs: dict[str, list[dict]] = {}
         for r in range(args.rounds):
-            for decode in (False, True) if args.decode else (False,):
-                for name in args.readers.split(","):
-                    for source in args.sources.split(","):
-                        key = f"chute/{name}/{source}/{'read+decode' if decode else 'read'}"
-                        result = measure("chute", name, bases[source], data, args, decode)
-                        runs.setdefault(key, []).append(result)
-                        print(f"round {r} {key}: {result['img_s']:.0f} img/s", flush=True)
-            if args.dali_python:
-                cmd = [args.dali_python, __file__, "--dali-worker", "--data", str(data)]
-                cmd += ["--batch", str(args.batch), "--threads", str(args.threads)]
-                cmd += ["--epochs", str(args.epochs), "--readers", args.readers]
-                cmd += ["--decode"] if args.decode else []
-                env = {**os.environ, "PYTHONPATH": str(ROOT / "core/src")}
-                done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-                for key, result in json.loads(done.stdout.strip().splitlines()[-1]).items():
+            this_round = systems if r % 2 == 0 else systems[::-1]
+            order.append([name for name, _ in this_round])
+            for system, python in this_round:
+                for key, result in run_worker(system, python, data, bases, args).items():
                     runs.setdefault(key, []).append(result)
                     print(f"round {r} {key}: {result['img_s']:.0f} img/s", flush=True)
     finally:
@@ -309,16 +385,19 @@ def main() -> None:
         for key, rs in runs.items()
     }
     report = {
-        "what": "reader throughput: local disk vs moto S3 vs HTTP (servers on 127.0.0.1)",
+        "what": "reader throughput: chute local disk vs moto S3 vs HTTP (servers on 127.0.0.1), "
+        "DALI's readers and the webdataset library in a torch DataLoader on the local files",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
+            "load_avg_at_end": os.getloadavg(),
         },
         "dataset": {**sizes, "tfrecord_files": TFR_FILES, "wds_shards": WDS_SHARDS},
         "settings": {k: getattr(args, k) for k in ("batch", "threads", "rounds", "epochs")},
+        "round_order": order,
         "results": summary,
     }
     print(json.dumps(summary, indent=1))

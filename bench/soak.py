@@ -166,7 +166,7 @@ def main() -> int:
                 f"RSS {row['rss_kb'] / 1024:.1f} MiB, {row['threads']} threads, {row['fds']} fds",
                 flush=True,
             )
-        skipped = len(pipe.errors())
+        skipped = pipe.error_summary()["skipped"]
         pipe.close()
     after = snapshot()
 

@@ -169,3 +169,72 @@ def test_read_processes_refuse_a_fifo(tmp_path):
         assert str(fifo) in result[1]
     finally:
         processes.close()
+
+
+@pytest.mark.parametrize("recursive", [True, False])
+def test_chute_check_names_a_fifo_instead_of_blocking(dataset_with_fifo, recursive):
+    """``chute check`` reads as readers.file does: before, it blocked on the FIFO forever."""
+    from chute.tools.check import check
+
+    root, fifo = dataset_with_fifo
+    folder = str(root / "c")
+    box, elapsed = _within(DEADLINE_S, lambda: check(folder, recursive, 1, False, False), fifo)
+    report = box["value"]
+    assert report.files == 3
+    assert [(b.path, b.reason, b.category) for b in report.bad] == [
+        (fifo, "cannot read: not a regular file (a FIFO)", "unreadable")
+    ]
+    # named on the command line, it is checked and refused too (was "no image files")
+    box, _ = _within(DEADLINE_S, lambda: check(fifo, progress=False), fifo)
+    assert [b.reason for b in box["value"].bad] == ["cannot read: not a regular file (a FIFO)"]
+
+
+def _record_reader(kind: str, tmp_path, fifo: str):
+    """A range reader (chute.ops.readers.ranges) over a FIFO: numpy or tfrecord."""
+    if kind == "numpy":
+        good = str(tmp_path / "a.npy")
+        np.save(good, np.arange(4))
+        return lambda: fn.readers.numpy(files=[good, fifo], name="R")
+    from chute import tfrecord
+
+    index = tmp_path / "f.idx"
+    index.write_text("0 100\n")
+    features = {"x": tfrecord.FixedLenFeature([], tfrecord.int64, -1)}
+    return lambda: fn.readers.tfrecord(
+        path=[fifo], index_path=[str(index)], features=features, name="R"
+    )["x"]
+
+
+@pytest.mark.parametrize("kind", ["numpy", "tfrecord"])
+def test_range_readers_refuse_a_fifo(tmp_path, kind):
+    """numpy, tfrecord, webdataset and mxnet read ranges of files: before, os.open of a
+    FIFO waited for a writer forever."""
+    fifo = str(tmp_path / ("b.npy" if kind == "numpy" else "data.tfrecord"))
+    os.mkfifo(fifo)
+    reader = _record_reader(kind, tmp_path, fifo)
+
+    @pipeline_def(batch_size=2, num_threads=1, seed=0, device_id=None)
+    def pipe():
+        return reader()
+
+    p = pipe()
+    p.build()
+    box, elapsed = _within(DEADLINE_S, p.run, fifo)
+    p.close()
+    error = box.get("error")
+    assert isinstance(error, OperatorError), box
+    assert fifo in str(error) and "not a regular file (a FIFO)" in str(error)
+    assert elapsed < DEADLINE_S
+
+
+def test_open_regular_names_what_it_refuses(tmp_path):
+    assert file_reader._not_regular(os.stat(tmp_path).st_mode) == "not a regular file (a directory)"
+    with pytest.raises(file_reader.NotRegularFile, match="not a regular file \\(a directory\\)"):
+        file_reader.open_regular(str(tmp_path))
+    regular = tmp_path / "f.bin"
+    regular.write_bytes(b"xyz")
+    fd = file_reader.open_regular(str(regular))
+    try:
+        assert os.get_blocking(fd) and os.read(fd, 10) == b"xyz"
+    finally:
+        os.close(fd)

@@ -78,3 +78,26 @@ def test_type_ranges() -> None:
     assert full_range(np.uint8) == 255 and full_range(np.float32) == 1.0
     assert half_range(np.uint8) == 128 and half_range(np.int8) == 64
     assert half_range(np.uint16) == 32768 and half_range(np.float16) == 0.5
+
+
+def test_float32_to_uint8_rounds_every_tie_and_its_neighbours_half_away() -> None:
+    """The three-pass float32 -> uint8 path against float64 half-away rounding: every tie
+    k + 0.5 and the 64 float32 values on either side of it, and all of [-1, 2]."""
+    ties = np.arange(-2, 258, dtype=np.float32) + np.float32(0.5)
+    bits = ties.view(np.int32)[:, None] + np.arange(-64, 65, dtype=np.int32)[None, :]
+    near = bits.view(np.float32).ravel()
+    low = np.float32(-1.0).view(np.int32)
+    small = np.concatenate(
+        [
+            np.arange(0, np.float32(2.0).view(np.int32), 9973, dtype=np.int32).view(np.float32),
+            -np.arange(0, low & 0x7FFFFFFF, 9973, dtype=np.int32).view(np.float32),
+            np.nextafter(np.float32([0.5, 1.5]), np.float32(0)),
+        ]
+    )
+    x = np.concatenate([near, small, np.float32([-1e9, 1e9, 255.49998, 254.5])])
+    want = np.clip(_round_half_away(x), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(convert_saturate(x, np.uint8), want)
+    np.testing.assert_array_equal(convert_saturate(x.copy(), np.uint8, overwrite=True), want)
+    out = np.empty(x.shape, np.uint8)
+    assert convert_saturate(x, np.uint8, out=out) is out
+    np.testing.assert_array_equal(out, want)

@@ -97,3 +97,40 @@ def test_decoded_crops_stay_intact_while_later_images_decode():
             decode(d)
     for k, r in zip(kept, reference):
         np.testing.assert_array_equal(k, r)
+
+
+def test_a_free_block_is_reused_while_the_oldest_is_busy():
+    # Before, only the class's oldest block was tried: while something held it, every
+    # request added a block although others were free, and the pool crept up each epoch.
+    def run():
+        held = output_pool.empty(BIG, np.uint8)  # the oldest block, kept busy
+        second = output_pool.empty(BIG, np.uint8)
+        second_id = id(_block(second))
+        del second
+        reused = [id(_block(output_pool.empty(BIG, np.uint8))) for _ in range(10)]
+        (blocks,) = output_pool._local.classes.values()
+        return second_id, reused, len(blocks), held
+
+    second_id, reused, count, _ = _in_new_thread(run)
+    assert reused == [second_id] * 10
+    assert count == 2
+
+
+def test_blocks_idle_for_a_while_are_let_go(monkeypatch):
+    monkeypatch.setattr(output_pool, "IDLE_REQUESTS", 8)
+
+    def run():
+        peak = [output_pool.empty(BIG, np.uint8) for _ in range(5)]  # a peak of 5 at once
+        (blocks,) = output_pool._local.classes.values()
+        at_peak = len(blocks)
+        del peak
+        sizes = []
+        for _ in range(40):  # then one at a time: the 4 spare blocks go, one by one
+            output_pool.empty(BIG, np.uint8)
+            sizes.append(len(blocks))
+        return at_peak, sizes, output_pool._local.held, blocks[0].size
+
+    at_peak, sizes, held, capacity = _in_new_thread(run)
+    assert at_peak == 5
+    assert sizes[0] == 5 and sizes[-1] == 1 and sizes == sorted(sizes, reverse=True)
+    assert held == capacity  # the bytes kept count only the block left

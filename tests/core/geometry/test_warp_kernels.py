@@ -233,3 +233,48 @@ def test_nearest_takes_the_pixel_holding_the_source_point():
     image = np.arange(100, dtype=np.uint8).reshape(10, 10, 1)
     out = warp_affine(image, [1.0, 0.0, 0.5, 0.0, 1.0, 0.5], size=(5, 5), interp_type="nn")
     np.testing.assert_array_equal(out[..., 0], image[1:6, 1:6, 0])
+
+
+# -- whole-pixel shifts: copies instead of OpenCV's warp ------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.int32])
+@pytest.mark.parametrize("channels", [None, 1, 3, 4, 5])
+def test_whole_pixel_shifts_equal_opencvs_warp(monkeypatch, dtype, channels):
+    """A shift by whole pixels with a constant border is copied (linear and nearest sampling
+    land on pixel centres there); the copies equal OpenCV's warp of the same matrix."""
+    from chute.ops.geometry import warp_kernels
+
+    rng = np.random.default_rng(5)
+    shape = (7, 9) if channels is None else (7, 9, channels)
+    image = rng.integers(0, 200, shape).astype(dtype)
+    c = 1 if channels is None else channels
+    cases = []
+    for dx, dy in [(0, 0), (3, -2), (-4, 1), (9, 0), (0, -7), (-20, 3)]:
+        for interp in ("linear", "nn"):
+            for fill in (128, 7.5, 300, tuple(range(1, c + 1))):
+                for inverse in (True, False):
+                    for size in (None, (5, 11)):
+                        sign = 1 if inverse else -1
+                        m = np.array([[1, 0, sign * dx], [0, 1, sign * dy]], np.float32)
+                        cases.append((m, size, inverse, interp, fill))
+    fast = [warp_affine(image, m, s, inv, ip, f) for m, s, inv, ip, f in cases]
+    assert warp_kernels.whole_pixel_shift(np.array([[1.0, 0, 3], [0, 1, -2]])) == (3, -2)
+    monkeypatch.setattr(warp_kernels, "whole_pixel_shift", lambda m: None)
+    for got, (m, s, inv, ip, f) in zip(fast, cases):
+        want = warp_affine(image, m, s, inv, ip, f)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_only_whole_pixel_shifts_are_copied():
+    from chute.ops.geometry.warp_kernels import whole_pixel_shift
+
+    assert whole_pixel_shift(np.array([[1.0, 0, -30], [0, 1, 0]])) == (-30, 0)
+    assert whole_pixel_shift(np.array([[1.0, 0, 0.5], [0, 1, 0]])) is None
+    assert whole_pixel_shift(np.array([[1.0, 0.3, 0], [0, 1, 0]])) is None
+    assert whole_pixel_shift(np.array([[-1.0, 0, 0], [0, 1, 0]])) is None
+    # a replicated border still goes through OpenCV and repeats the edge
+    image = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    out = warp_affine(image, [[1, 0, 2], [0, 1, 0]], border="replicate")
+    np.testing.assert_array_equal(out, np.array([[2, 3, 3, 3], [6, 7, 7, 7], [10, 11, 11, 11]]))

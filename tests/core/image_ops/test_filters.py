@@ -344,3 +344,20 @@ def test_chw_layout_is_filtered_per_plane():
         np.testing.assert_allclose(o, np.moveaxis(ref, -1, 0), atol=1e-4)
         ref_m = ndimage.median_filter(hwc, size=(3, 3, 1), mode="nearest")
         np.testing.assert_array_equal(m, np.moveaxis(ref_m, -1, 0))
+
+
+@pytest.mark.parametrize("border", ["reflect_101", "reflect", "replicate", "wrap", "constant"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16])
+def test_integer_images_padded_before_widening_filter_as_float32_copies(border, dtype):
+    """fn.filter pads 8- and 16-bit images before converting them to float32: the results
+    equal filtering the float32 image (the same values are padded either way)."""
+    from chute.ops.image.convert_kernels import convert_saturate
+    from chute.ops.image.filters_kernels import filter2d
+
+    rng = np.random.default_rng(11)
+    image = rng.integers(0, 250, (13, 17, 3)).astype(dtype)
+    kernel = rng.normal(size=(3, 5)).astype(np.float32)
+    for fill in (0.0, 7.0, 2.5):
+        got = filter2d(image, kernel, border=border, fill_value=fill)
+        wide = filter2d(image.astype(np.float32), kernel, border=border, fill_value=fill)
+        np.testing.assert_array_equal(got, convert_saturate(wide, dtype))

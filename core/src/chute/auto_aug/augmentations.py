@@ -8,7 +8,9 @@ policies set their own with ``.augmentation(...)``, e.g. a wider shear::
 
     my_shear_x = shear_x.augmentation(mag_range=(0, 0.5))
 
-The batch holds uint8 images (HWC) on the CPU or the GPU. Geometric augmentations
+The batch holds uint8 images (HWC) on the CPU or the GPU. The point operations
+(posterize, solarize, solarize_add, invert, contrast, auto_contrast, equalize) are one
+node each: a 256-entry table per sample and channel (``chute.ops.auto_aug``). Geometric augmentations
 (shear, translate, rotate) fill the pixels they bring in with ``fill_value`` (128; None
 repeats the border) and sample with ``interp_type`` (linear by default).
 """
@@ -19,13 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from chute import fn, types
+from chute import fn
 from chute.auto_aug.core import augmentation
 from chute.graph import DataNode
-
-_UINT8_MAX = types.Constant(255, dtype=types.UINT8)
-# the luma weights of PIL's ImageEnhance.Contrast (ITU-R 601-2)
-_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+from chute.ops.auto_aug.point_ops import point_op
 
 
 def warp_x_param(magnitude: float) -> list[float]:
@@ -119,12 +118,8 @@ def brightness(data, parameter):
 def contrast(data, parameter):
     """Scale the distance of each pixel from the image's mean luma (as PIL's
     ImageEnhance.Contrast, whose centre is the luma-weighted mean of the channels)."""
-    channel_means = fn.reductions.mean(data, axis_names="HW", keep_dims=True)
-    weighted = channel_means * types.Constant(_LUMA)
-    center = fn.reductions.sum(weighted, axis_names="C", keep_dims=True)
-    # arithmetic rather than fn.contrast(contrast_center=...): the centre is a per-sample
-    # tensor computed on the batch's device, which stays there
-    return fn.cast_like(center + (data - center) * parameter, data)
+    # one node: a 256-entry table per sample from its channel means (point_kernels)
+    return point_op(data, "contrast", parameter)
 
 
 @augmentation(mag_range=(0, 0.9), randomly_negate=True, mag_to_param=shift_enhance_range)
@@ -167,17 +162,16 @@ def poster_mask_uint8(magnitude: float) -> np.ndarray:
     return np.array((0xFF << (8 - bits)) & 0xFF, dtype=np.uint8)
 
 
-@augmentation(mag_range=(0, 4), mag_to_param=poster_mask_uint8, param_device="auto")
+@augmentation(mag_range=(0, 4), mag_to_param=poster_mask_uint8)
 def posterize(data, mask):
     """Keep only the highest bits of each value (``mask`` from :func:`poster_mask_uint8`)."""
-    return data & mask
+    return point_op(data, "posterize", mask)
 
 
-@augmentation(mag_range=(256, 0), param_device="auto")
+@augmentation(mag_range=(256, 0))
 def solarize(data, threshold):
     """Invert the values at or above ``threshold`` (256 leaves the image be)."""
-    below = data < threshold
-    return below * data + (below ^ True) * (_UINT8_MAX - data)
+    return point_op(data, "solarize", threshold)
 
 
 def solarize_add_shift(shift: float) -> np.ndarray:
@@ -187,37 +181,30 @@ def solarize_add_shift(shift: float) -> np.ndarray:
     return np.uint8(shift)
 
 
-@augmentation(mag_range=(0, 110), param_device="auto", mag_to_param=solarize_add_shift)
+@augmentation(mag_range=(0, 110), mag_to_param=solarize_add_shift)
 def solarize_add(data, shift):
     """Add ``shift`` to the values below 128 (they stay below 256); keep the others."""
-    below = data < types.Constant(128, dtype=types.UINT8)
-    return below * (data + shift) + (below ^ True) * data
+    return point_op(data, "solarize_add", shift)
 
 
 @augmentation
 def invert(data, _):
     """255 - value."""
-    return _UINT8_MAX - data
+    return point_op(data, "invert")
 
 
 @augmentation
 def equalize(data, _):
     """Equalize the histogram of each channel (OpenCV's equalizeHist; PIL turns the
     cumulative histogram into its lookup table by a slightly different formula)."""
-    return fn.equalize(data)
+    return point_op(data, "equalize")
 
 
 @augmentation
 def auto_contrast(data, _):
     """Stretch each channel so that its minimum becomes 0 and its maximum 255 (a channel
-    with a single value is kept)."""
-    lo = fn.reductions.min(data, axis_names="HW", keep_dims=True)
-    hi = fn.reductions.max(data, axis_names="HW", keep_dims=True)
-    span = hi - lo
-    stretch = span > 0
-    # 255 / span where the channel has a span, 255 / 255 = 1 where it has none
-    scale = 255 / (span + (stretch ^ True) * _UINT8_MAX)
-    return fn.cast_like((data - lo * stretch) * scale, data)
+    with a single value is kept): ``(value - min) * float32(255 / (max - min))``, rounded."""
+    return point_op(data, "auto_contrast")
 
 
 @augmentation

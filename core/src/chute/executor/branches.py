@@ -64,7 +64,9 @@ class BranchRuns:
     def __init__(self, root: Any):
         self.root = root
         self._runs: dict[int, SubBatch] = {}
-        self._truths: dict[tuple, list] = {}
+        # predicate -> {branch: positions}: the cases of a switch share one predicate,
+        # grouped once for all of them
+        self._groups: dict[tuple, dict[Any, list[int]]] = {}
 
     def batch_of(self, scope: Scope | None, values: dict) -> Any:
         """The batch that the nodes of ``scope`` run on (the root batch for None)."""
@@ -75,11 +77,14 @@ class BranchRuns:
             parent = self.batch_of(scope.parent, values)
             pred = scope.predicate
             key = (id(pred.producer), pred.index, id(parent))
-            truth = self._truths.get(key)  # the cases of a switch share one predicate
-            if truth is None:
+            groups = self._groups.get(key)
+            if groups is None:
                 truth = predicate_truth(values[(pred.producer.id, pred.index)], scope, parent)
-                self._truths[key] = truth
-            positions = [k for k, t in enumerate(truth) if t == scope.branch]
+                groups = {}
+                for k, t in enumerate(truth):
+                    groups.setdefault(t, []).append(k)
+                self._groups[key] = groups
+            positions = list(groups.get(scope.branch, ()))
             indices = [batch_index(parent, k) for k in positions]
             meta = [
                 {**parent.meta[k], "batch_index": i}

@@ -20,7 +20,7 @@ from chute.executor.run_node import BatchWhere, run_node, run_sample, with_layou
 from chute.executor.skips import AllFailed, replace_bad_samples
 from chute.graph.node import DataNode, OpNode
 from chute.runtime.dense import BatchSlots
-from chute.runtime.errors import OperatorError
+from chute.runtime.errors import OperatorError, detached
 from chute.tensors.cpu import TensorListCPU
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ class BatchCompute:
                 except Exception as exc:
                     if (node.args.get("on_error") or self.on_error) == "raise":
                         raise
-                    bad[i] = (node.label, exc)
+                    bad[i] = (node.label, detached(exc))
                     return
                 end = perf_counter_ns()
                 rec = acc[node.id]

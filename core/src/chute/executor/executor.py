@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
@@ -54,6 +55,23 @@ class SourceBatch:
     epochs_read: list[int] = field(default_factory=list)
 
 
+class ErrorCounts:
+    """Counts of every skip report delivered (bounded: one number per operator), and the
+    first report, which the capped list of the latest may have let go."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.by_operator: dict[str, int] = {}
+        self.first: dict | None = None
+
+    def add(self, entry: dict) -> None:
+        self.total += 1
+        operator = str(entry.get("operator"))
+        self.by_operator[operator] = self.by_operator.get(operator, 0) + 1
+        if self.first is None:
+            self.first = entry
+
+
 @dataclass
 class Failure:
     error: BaseException
@@ -83,7 +101,11 @@ class Executor(BatchCompute):
         self.pipelined = pipeline.exec_pipelined and getattr(pipeline, "exec_async", True)
         self.on_error = pipeline.on_error
         self.max_error_ratio = pipeline.max_error_ratio
-        self.errors: list[dict] = []  # skipped samples of the batches delivered so far
+        # The skip reports of the batches delivered so far: the latest max_error_entries
+        # of them (a bad file fails again every epoch: a list of them all grows without
+        # end), with counts of them all in error_counts.
+        self.errors: deque[dict] = deque(maxlen=pipeline.max_error_entries)
+        self.error_counts = ErrorCounts()
         self.errors_computed = 0  # the same, counting batches computed ahead
         # One good sample per segment (values by key, meta), kept to fill a later batch in
         # which every sample fails under skip/warn.
@@ -244,6 +266,7 @@ class Executor(BatchCompute):
     def _report(self, reports: list[dict]) -> None:
         for entry in reports:
             self.errors.append(entry)
+            self.error_counts.add(entry)
             if self.on_error == "warn":
                 logger.warning(
                     "skipped %s in %s: %s",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chute.runtime.errors import detached
+
 __all__ = ["AllFailed", "replace_bad_samples"]
 
 
@@ -28,6 +30,8 @@ def replace_bad_samples(
     n = batch.size
     good = [i for i in range(n) if i not in bad]
     for i, (operator, reason) in sorted(bad.items()):
+        if isinstance(reason, BaseException):
+            detached(reason)  # its frames (and the batch they hold) are not needed
         meta = batch.meta[i]
         if meta.get("real", True):
             entry = {

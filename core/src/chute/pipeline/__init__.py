@@ -61,7 +61,8 @@ class Pipeline(PipelineState, PipelineInputs, PipelineViews, SerializedForm):
       comes from a pool sized by use), ``max_streams`` (one stream per compute
       lane), ``exec_dynamic`` / ``experimental_exec_dynamic`` (chute's executor
       always sizes batches as they come).
-    - chute's own: ``on_error``, ``max_error_ratio`` (see docs/errors.md) and
+    - chute's own: ``on_error``, ``max_error_ratio``, ``max_error_entries`` (how many
+      skip reports ``errors()`` keeps, the latest; see docs/errors.md) and
       ``device_fallback``: on a machine without a usable GPU, operators asked to run
       on ``"gpu"`` / ``"mixed"`` and ``.gpu()`` copies run on the CPU, with one
       warning naming them (default on; ``False`` or env ``CHUTE_DEVICE_FALLBACK=0``
@@ -94,6 +95,7 @@ class Pipeline(PipelineState, PipelineInputs, PipelineViews, SerializedForm):
         experimental_exec_dynamic: bool = False,
         on_error: str = "raise",
         max_error_ratio: float = 1.0,
+        max_error_entries: int = 1000,
         device_fallback: bool | None = None,
         **unknown: Any,
     ):
@@ -119,6 +121,7 @@ class Pipeline(PipelineState, PipelineInputs, PipelineViews, SerializedForm):
         self.py_callback_pickler = opts["py_callback_pickler"]
         self.on_error = opts["on_error"]
         self.max_error_ratio = opts["max_error_ratio"]
+        self.max_error_entries = opts["max_error_entries"]
         self._checkpoint_text = opts["checkpoint"]
         self._restored = False
         self._iterator_data: Any = None

@@ -45,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
     # chute's own
     "on_error": "raise",
     "max_error_ratio": 1.0,
+    "max_error_entries": 1000,
     "device_fallback": None,  # None: on unless CHUTE_DEVICE_FALLBACK=0
 }
 
@@ -180,6 +181,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "experimental_exec_dynamic": lambda v: _bool("experimental_exec_dynamic", v),
     "on_error": _on_error,
     "max_error_ratio": _ratio,
+    "max_error_entries": lambda v: _int("max_error_entries", v, 0),
     "device_fallback": _fallback,
 }
 

@@ -61,13 +61,14 @@ _COMMON_KEPT = ("seed", "on_error")
 
 def operator_classes() -> dict[str, type]:
     """fn name -> class, for every operator a graph may hold (registered or traced by
-    DataNode's arithmetic, indexing and transfers)."""
+    DataNode's arithmetic, indexing and transfers, or by chute.auto_aug)."""
     from chute.ops.arithmetic import Arithmetic
+    from chute.ops.auto_aug.point_ops import AutoAugPoint
     from chute.ops.tensor_ops import Subscript
     from chute.ops.transfer import Transfer
 
     classes = {name: entry.op_class for name, entry in operators().items()}
-    for cls in (Arithmetic, Subscript, Transfer):
+    for cls in (Arithmetic, Subscript, Transfer, AutoAugPoint):
         classes[cls.schema.name] = cls
     return classes
 

@@ -57,8 +57,27 @@ class PipelineViews:
         return list(value) if isinstance(value, (list, tuple)) else [value] * n
 
     def errors(self) -> list[dict[str, Any]]:
-        """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch."""
+        """Samples skipped under on_error="skip"/"warn": path, index, operator, reason, epoch.
+
+        The latest ``max_error_entries`` (a pipeline argument, default 1000) of them, oldest
+        first; :meth:`error_summary` counts them all.
+        """
         return list(self._executor.errors) if self._built else []
+
+    def error_summary(self) -> dict[str, Any]:
+        """Counts of every sample skipped so far: ``skipped`` (all), ``kept`` (in
+        ``errors()``), ``dropped`` (let go of by the cap), ``by_operator`` and ``first``."""
+        if not self._built:
+            return {"skipped": 0, "kept": 0, "dropped": 0, "by_operator": {}, "first": None}
+        counts = self._executor.error_counts
+        kept = len(self._executor.errors)
+        return {
+            "skipped": counts.total,
+            "kept": kept,
+            "dropped": counts.total - kept,
+            "by_operator": dict(counts.by_operator),
+            "first": dict(counts.first) if counts.first is not None else None,
+        }
 
     # ---- seeing the pipeline: graph, statistics (chute.graph.dot, chute.executor.stats) --
     def graph(self, path: str | None = None, format: str = "dot") -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OperatorError", "SampleError"]
+__all__ = ["OperatorError", "SampleError", "detached"]
 
 
 class OperatorError(RuntimeError):
@@ -45,3 +45,28 @@ class SampleError(Exception):
         self.sample = sample
         self.cause = cause
         self.source_info = source_info
+
+
+def detached(exc: BaseException) -> BaseException:
+    """``exc`` with the tracebacks of it and of its causes dropped: an error kept for a
+    report (on_error skip/warn) must not keep alive the frames it was raised through.
+
+    A traceback holds every frame's locals; the frame that caught the error usually
+    holds the container the error is stored in, so error, traceback, frame and container
+    form a reference cycle that only the cyclic collector frees, and with it the whole
+    batch the frames refer to (decoded images, encoded files). Under on_error="skip"
+    those cycles piled up between full collections: a soak of 40 epochs with 150 bad
+    files per epoch grew by ~8% (bench/soak.py, tests/reliability/test_soak.py).
+    """
+    todo: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        for linked in (e.__cause__, e.__context__, getattr(e, "cause", None)):
+            if isinstance(linked, BaseException):
+                todo.append(linked)
+    return exc

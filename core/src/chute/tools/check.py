@@ -24,7 +24,7 @@ from typing import Any
 
 from chute.ops.decoders.image_codec import decode
 from chute.ops.decoders.image_headers import detect_format
-from chute.ops.readers.file import IMAGE_FILTERS
+from chute.ops.readers.file import IMAGE_FILTERS, read_file
 
 __all__ = ["BadFile", "CheckReport", "check", "check_file", "find_images"]
 
@@ -106,8 +106,8 @@ def find_images(
     filters: Iterable[str] = IMAGE_FILTERS,
 ) -> list[str]:
     """Files under ``path`` matching the reader's image filters (any file with ``all_files``)."""
-    if os.path.isfile(path):
-        return [path]
+    if os.path.exists(path) and not os.path.isdir(path):
+        return [path]  # a FIFO, socket or device too: check_file names it
     patterns = tuple(p.lower() for p in filters)
 
     def wanted(name: str) -> bool:
@@ -120,17 +120,18 @@ def find_images(
             found += [os.path.join(dirpath, n) for n in sorted(names) if wanted(n)]
     else:
         with os.scandir(path) as entries:
-            found = sorted(e.path for e in entries if e.is_file() and wanted(e.name))
+            found = sorted(e.path for e in entries if not e.is_dir() and wanted(e.name))
     return found
 
 
 def check_file(path: str) -> tuple[str, str | None]:
     """Decode one file as ``fn.decoders.image`` would: (its format, None or why it fails)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # as readers.file reads: a FIFO, socket or device is refused, not waited on
+        data = read_file(path).tobytes()
     except OSError as exc:
-        return "unreadable", f"cannot read: {exc.strerror or exc}"
+        why = str(exc).removeprefix(f"cannot read {path!r}: ")
+        return "unreadable", f"cannot read: {why}"
     try:
         kind = detect_format(data)
     except ValueError:  # empty, unsupported or unknown: decode() below says which

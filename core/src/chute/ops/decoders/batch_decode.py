@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from chute.ops.decoders import image_codec
-from chute.runtime.errors import OperatorError
+from chute.runtime.errors import OperatorError, detached
 
 __all__ = ["SampleList", "run_batch"]
 
@@ -58,7 +58,7 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any, max_chunk: int) -> Sam
         if ctx.on_error == "raise":
             path = meta[i].get("source_info")
             raise OperatorError(ctx.node, i, ctx.iteration, exc, path) from exc
-        out.failed[i] = exc
+        out.failed[i] = detached(exc)  # kept for the report: not its frames (this batch)
 
     def work(c: int) -> None:
         jobs = []

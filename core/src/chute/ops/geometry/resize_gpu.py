@@ -84,11 +84,7 @@ def resize(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         if all(w is None for w in windows):
             windows = None
     out_dtype = to_dtype(first["dtype"] or batch.dtype)
-    for i, (size, shape) in enumerate(zip(sizes.tolist(), shapes.tolist())):
-        try:  # the per-sample output limit, before the batch is allocated
-            check_output((*size, *shape[2:]), out_dtype, "size")
-        except ValueError as exc:
-            raise ValueError(f"sample {i}: {exc}") from None
+    over = over_limit(sizes, shapes, out_dtype, size_argument(first), ctx)
     uniform = n > 0 and bool(np.all(sizes == sizes[0]))
     out = resize_batch(
         samples,
@@ -98,7 +94,37 @@ def resize(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         dtype=to_dtype(first["dtype"] or batch.dtype),
         stream=ctx.stream,
     )
-    return gpu_batch(out, batch.layout() or "HWC", ctx)
+    result = gpu_batch(out, batch.layout() or "HWC", ctx)
+    if over:
+        result.failed = over  # on_error skip/warn: the executor replaces these samples
+    return result
+
+
+def size_argument(a: Any) -> str:
+    """The size argument(s) given, as the CPU backend names them in the output-limit error."""
+    names = ("resize_x", "resize_y", "size", "resize_shorter", "resize_longer")
+    return "/".join(k for k in names if a.given(k)) or "size"
+
+
+def over_limit(
+    sizes: np.ndarray, shapes: np.ndarray, dtype: Any, argument: str, ctx: Any
+) -> dict[int, str]:
+    """Check every sample's output against the per-sample limit before anything is allocated.
+
+    Raises for the first sample over it, unless ``on_error`` is skip/warn: then those samples
+    become 1x1 (their size set in ``sizes``) and are returned with the reason, for the
+    executor to replace and report, as on the CPU.
+    """
+    over: dict[int, str] = {}
+    for i, (size, shape) in enumerate(zip(sizes.tolist(), shapes.tolist())):
+        try:
+            check_output((*size, *shape[2:]), dtype, argument)
+        except ValueError as exc:
+            if getattr(ctx, "on_error", "raise") not in ("skip", "warn"):
+                raise ValueError(f"sample {i}: {exc}") from None
+            over[i] = f"sample {i}: {exc}"
+            sizes[i] = (1, 1)
+    return over
 
 
 def output_sizes(hw: np.ndarray, kwargs: dict) -> np.ndarray:

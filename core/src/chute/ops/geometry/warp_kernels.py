@@ -16,7 +16,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from chute.ops.geometry._border import cv_apply, cv_border, widen_unit_extents
+from chute.ops.geometry._border import as_hwc, cv_apply, cv_border, fill_tuple, widen_unit_extents
 from chute.ops.geometry.resize_kernels import interp_name
 from chute.runtime.limits import check_output
 
@@ -83,7 +83,10 @@ def warp_affine(
     "constant" with ``fill_value`` when one is given, else "replicate" (DALI clamps).
     """
     m = as_affine(matrix)
-    if not inverse_map:
+    forward_shift = None if inverse_map else whole_pixel_shift(m)
+    if forward_shift is not None:  # the inverse of a whole-pixel shift, without inverting
+        m = np.array([[1.0, 0.0, -forward_shift[0]], [0.0, 1.0, -forward_shift[1]]])
+    elif not inverse_map:
         m = invert_affine(m)
     in_h, in_w = image.shape[:2]
     if size is not None:
@@ -92,6 +95,9 @@ def warp_affine(
     if out_h <= 0 or out_w <= 0:
         raise ValueError(f"output size must be positive, got {out_h}x{out_w}")
     mode = resolve_border(border, fill_value)
+    shift = whole_pixel_shift(m)
+    if shift is not None and mode == "constant" and interp_name(interp_type) in ("nn", "linear"):
+        return shift_image(image, shift, out_h, out_w, fill_value)
     flags = _CV_INTERP[interp_name(interp_type)] | cv2.WARP_INVERSE_MAP
     cv_matrix = to_opencv(m)
     if interp_name(interp_type) == "nn":
@@ -122,6 +128,58 @@ def warp_affine(
         )
 
     return cv_apply(widen_unit_extents(image, mode), run, fill_value)
+
+
+# dtypes cv2.copyMakeBorder pads exactly with a constant (float64 fills convert exactly)
+_CV_PAD_DTYPES = (np.uint8, np.int8, np.uint16, np.int16, np.float32)
+
+
+def whole_pixel_shift(m: np.ndarray) -> tuple[int, int] | None:
+    """The (dx, dy) of an output->input matrix that only moves by whole pixels, else None."""
+    if m[0, 0] != 1 or m[0, 1] != 0 or m[1, 0] != 0 or m[1, 1] != 1:
+        return None
+    dx, dy = float(m[0, 2]), float(m[1, 2])
+    if not (dx.is_integer() and dy.is_integer()) or max(abs(dx), abs(dy)) > 1 << 30:
+        return None
+    return int(dx), int(dy)
+
+
+def shift_image(
+    image: np.ndarray,
+    shift: tuple[int, int],
+    out_h: int,
+    out_w: int,
+    fill_value: float | Sequence[float] | None,
+) -> np.ndarray:
+    """Output pixel (x, y) = input pixel (x + dx, y + dy), ``fill_value`` outside: a warp by
+    whole pixels with a constant border, as copies (linear and nearest-neighbour sampling
+    land on the pixel centres, so they equal OpenCV's warp of the same matrix)."""
+    dx, dy = shift
+    hwc, squeeze = as_hwc(image)
+    in_h, in_w, channels = hwc.shape
+    values = fill_tuple(fill_value, channels)
+    if hwc.dtype.kind in "iu":  # OpenCV rounds (half to even) and saturates the fill value
+        info = np.iinfo(hwc.dtype)
+        values = tuple(float(min(max(round(v), info.min), info.max)) for v in values)
+    fill = np.array(values, np.float64).astype(hwc.dtype)
+    y0, y1 = max(0, -dy), min(out_h, in_h - dy)
+    x0, x1 = max(0, -dx), min(out_w, in_w - dx)
+    if y0 < y1 and x0 < x1 and channels <= 4 and hwc.dtype.type in _CV_PAD_DTYPES:
+        # the kept window, bordered with the fill by OpenCV (one pass)
+        window = np.ascontiguousarray(hwc[y0 + dy : y1 + dy, x0 + dx : x1 + dx])
+        value = values + (0.0,) * (4 - channels)
+        out = cv2.copyMakeBorder(
+            window, y0, out_h - y1, x0, out_w - x1, cv2.BORDER_CONSTANT, value=value
+        ).reshape(out_h, out_w, channels)
+        return out[:, :, 0] if squeeze else out
+    out = np.empty((out_h, out_w, channels), hwc.dtype)
+    if (fill == fill[0]).all():
+        out.fill(fill[0])
+    else:
+        out[...] = fill
+    if y0 < y1 and x0 < x1:
+        out[y0:y1, x0:x1] = hwc[y0 + dy : y1 + dy, x0 + dx : x1 + dx]
+    return out[:, :, 0] if squeeze else out
 
 
 def nearest_source(m: np.ndarray, out_h: int, out_w: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from chute.gpu.runtime import require_gpu
 from chute.ops.image.distortion_kernels import jpeg_distort
 from chute.ops.image.filters_gpu import SAMPLE_DTYPE, FrameImages, host_samples, sample_table
 
-__all__ = ["equalize_batch", "grid_mask_batch", "jpeg_distortion_batch"]
+__all__ = ["equalize_batch", "grid_mask_batch", "jpeg_distortion_batch", "lut_batch"]
 
 _KINDS = {
     np.dtype(np.uint8): 0,
@@ -244,3 +245,49 @@ def jpeg_distortion_batch(inputs: list, args: Any, ctx: Any) -> Any:
     with ctx.stream:
         device = [cupy.asarray(s) for s in out]
     return gpu_batch(device, _layout(batch, ctx), ctx)
+
+
+def lut_batch(
+    inputs: list,
+    ctx: Any,
+    op: str,
+    make_luts: Callable[[np.ndarray | None, FrameImages], np.ndarray],
+    histograms: bool,
+) -> Any:
+    """A uint8 batch through per-(image, channel) tables that the host builds.
+
+    ``make_luts(hist, images)`` gets the ``(n, C, 256)`` histograms of the batch's ``n``
+    images (frames of sequences count one each; counted on the device in one launch, copied
+    back) when ``histograms``, else None, and the images (``images.per_image`` spreads
+    per-sample values over frames); it returns the ``(n, C, 256)`` uint8 tables. One more
+    launch looks every pixel up.
+    """
+    cupy = require_gpu(op)
+    images = FrameImages(inputs[0], op, ctx.state)
+    if images.dtype != np.uint8:
+        raise TypeError(f"{op}: takes uint8 images, got {images.dtype}")
+    table, offsets, total = _table(images)
+    n, c = len(table), images.channels
+    with ctx.stream:
+        out = cupy.empty(total, np.uint8)
+        if n:
+            device = cupy.cuda.Device().id
+            table_dev = cupy.asarray(table.view(np.uint8))
+            hist = None
+            if histograms:
+                counts = cupy.zeros(n * c * 256, np.uint32)
+                launch(
+                    _function("histogram", 0, device),
+                    n,
+                    images.hw,
+                    (table_dev, counts, np.int32(c)),
+                )
+                hist = cupy.asnumpy(counts).reshape(n, c, 256)
+            luts = np.ascontiguousarray(make_luts(hist, images), dtype=np.uint8)
+            if luts.shape != (n, c, 256):
+                raise ValueError(f"{op}: tables of shape {luts.shape}, expected {(n, c, 256)}")
+            lut = cupy.asarray(luts.reshape(-1))
+            launch(
+                _function("apply_lut", 0, device), n, images.hw, (table_dev, lut, out, np.int32(c))
+            )
+    return _result(images, out, offsets, _layout(inputs[0], ctx), ctx)

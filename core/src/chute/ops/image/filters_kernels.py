@@ -147,13 +147,29 @@ def filter2d(
         padded, out_h, out_w = work, h - kh + 1, w - kw + 1
     elif mode == "same":
         ay, ax = _anchor(anchor, kh, kw)
-        padded = pad_image(work, ((ay, kh - 1 - ay), (ax, kw - 1 - ax)), border, fill_value)
+        pads = ((ay, kh - 1 - ay), (ax, kw - 1 - ax))
+        if _pads_exactly(image.dtype, border, fill_value):
+            # pad the narrow integers, then widen: the same values, a quarter of the copying
+            padded = pad_image(image, pads, border, fill_value).astype(np.float32)
+        else:
+            padded = pad_image(work, pads, border, fill_value)
         out_h, out_w = h, w
     else:
         raise ValueError(f"mode must be 'same' or 'valid', got {mode!r}")
     # with anchor (0, 0) every window of the first out_h x out_w outputs is inside `padded`
     out = _correlate(np.ascontiguousarray(padded), kernel)[:out_h, :out_w]
     return _to_output(out.reshape((out_h, out_w, *image.shape[2:])), out_dtype)
+
+
+def _pads_exactly(dtype: np.dtype, border: str, fill: float) -> bool:
+    """Whether padding an integer image of ``dtype`` before widening it to float32 gives
+    the values that padding the float32 image does (a constant fill the type holds)."""
+    if dtype.kind not in "iu" or dtype.itemsize > 2:
+        return False
+    if FILTER_BORDERS[border] != "constant":
+        return True
+    info = np.iinfo(dtype)
+    return float(fill).is_integer() and info.min <= fill <= info.max
 
 
 def _correlate(padded: np.ndarray, kernel: np.ndarray) -> np.ndarray:

@@ -413,9 +413,30 @@ def _cannot_read(path: str, reason: str) -> str:
     return f"cannot read {path!r}: {reason}"
 
 
+class NotRegularFile(OSError):
+    """A path that is a FIFO, socket, device or directory, refused before it is read."""
+
+
+def open_regular(path: str, flags: int = 0) -> int:
+    """A blocking descriptor of ``path`` for reading; :class:`NotRegularFile` naming it
+    when it is not a regular file (opened without waiting: a FIFO never blocks)."""
+    fd = os.open(path, _OPEN_FLAGS | flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(_cannot_read(path, _not_regular(mode)))
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _not_regular(mode: int) -> str:
     """Why a path of this st_mode is not read: its file type named."""
     kinds = [
+        (stat.S_ISDIR, "a directory"),
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISCHR, "a character device"),
         (stat.S_ISBLK, "a block device"),

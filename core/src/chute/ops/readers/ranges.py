@@ -22,6 +22,7 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg
 from chute.ops.readers import storage
+from chute.ops.readers.file import NotRegularFile, open_regular
 from chute.ops.readers.records import RECORD_ARGS, RecordSource
 
 __all__ = ["RANGE_ARGS", "FileRanges", "RangeSource", "Record"]
@@ -158,7 +159,7 @@ class FileRanges:
     def _fd(self, file: int) -> int:
         fd = self._fds.pop(file, None)
         if fd is None:
-            fd = os.open(self.paths[file], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(self.paths[file])  # a FIFO is refused, not waited on
             self._advise(fd)
             while len(self._fds) >= self._OPEN_FILES:
                 os.close(self._fds.popitem(last=False)[1])
@@ -167,12 +168,14 @@ class FileRanges:
 
     def _map(self, file: int) -> mmap.mmap | None:
         if file not in self._maps:
+            fd = open_regular(self.paths[file])
             try:
-                with open(self.paths[file], "rb") as f:
-                    self._advise(f.fileno())
-                    self._maps[file] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                self._advise(fd)
+                self._maps[file] = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             except ValueError:  # an empty file cannot be mapped
                 self._maps[file] = None
+            finally:
+                os.close(fd)
         return self._maps[file]
 
     def _advise(self, fd: int) -> None:
@@ -185,7 +188,9 @@ class FileRanges:
         start = offset - offset % align
         end = -(-(offset + size) // align) * align
         try:
-            fd = os.open(self.paths[file], os.O_RDONLY | os.O_DIRECT)
+            fd = open_regular(self.paths[file], os.O_DIRECT)
+        except NotRegularFile:
+            raise
         except OSError:
             self.o_direct = False  # not on this file system: read normally from now on
             return None

@@ -32,6 +32,7 @@ from chute.ops.readers.file import (
     read_file,
 )
 from chute.ops.readers.sharding import ShardedSource
+from chute.runtime.errors import detached
 
 __all__ = [
     "RECORD_ARGS",
@@ -233,7 +234,7 @@ class RecordSource(ShardedSource):
             except (OSError, ValueError) as exc:
                 if self.on_error == "raise":
                     raise
-                meta[k]["error"] = (self.node.label, exc)
+                meta[k]["error"] = (self.node.label, detached(exc))
                 rows[k] = self.empty()
 
         self.begin_batch([s.index for s in slots])

@@ -5,10 +5,13 @@ operating system's calls directly (the readers keep their own fast paths for the
 native batch reads, memory maps, ``pread``); a path with a protocol (``s3://bucket/x``,
 ``https://host/x``, chained ones such as ``simplecache::s3://bucket/x`` for a local
 cache) goes through `fsspec <https://filesystem-spec.readthedocs.io>`_, imported on
-first use (``pip install 'chute[remote]'`` brings fsspec, s3fs and aiohttp).
+first use (``pip install 'chute[remote]'`` brings fsspec, s3fs and aiohttp; ``'chute[gcs]'``
+fsspec and gcsfs for ``gs://``). A URL whose protocol's package is missing fails with an
+ImportError naming the URL and the package to install.
 
 - Credentials and endpoints come from each backend's standard configuration (for S3:
-  ``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``~/.aws/config``; fsspec's own
+  ``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``~/.aws/config``; for GCS: Application
+  Default Credentials, ``STORAGE_EMULATOR_HOST`` for an emulator; fsspec's own
   ``FSSPEC_<PROTOCOL>_<OPTION>`` variables).
 - A batch is fetched in one call: :func:`read_many` (whole objects) and
   :func:`read_ranges` (byte ranges of indexed formats) run their requests concurrently
@@ -72,12 +75,48 @@ def _fsspec() -> Any:
     return fsspec
 
 
+# protocol -> (the package its fsspec backend needs, chute's extra that brings it)
+_BACKENDS = {
+    "s3": ("s3fs", "remote"),
+    "s3a": ("s3fs", "remote"),
+    "gs": ("gcsfs", "gcs"),
+    "gcs": ("gcsfs", "gcs"),
+    "http": ("aiohttp", "remote"),
+    "https": ("aiohttp", "remote"),
+}
+
+
+def _missing_backend(url: str, exc: ImportError) -> ImportError:
+    """An ImportError naming the URL and the package its protocol needs."""
+    protocols = [part.split("://", 1)[0] for part in url.split("::") if "://" in part]
+    for protocol in protocols:
+        if protocol in _BACKENDS:
+            package, extra = _BACKENDS[protocol]
+            if _importable(package):
+                continue
+            return ImportError(
+                f"cannot read {url!r}: {protocol}:// URLs are read through fsspec's {package} "
+                f"backend, which is not installed or cannot be imported ({exc}): "
+                f"pip install {package} (or pip install 'chute[{extra}]')"
+            )
+    return ImportError(f"cannot read {url!r}: {exc}")
+
+
+def _importable(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
 def _resolve(url: str) -> tuple[Any, str]:
     """(fsspec filesystem, the path it knows the object by); the instance is shared."""
+    fsspec = _fsspec()
     try:
-        return _fsspec().core.url_to_fs(url)
-    except ImportError:
-        raise
+        return fsspec.core.url_to_fs(url)
+    except ImportError as exc:  # the protocol's backend package is missing
+        raise _missing_backend(url, exc) from exc
     except (ValueError, KeyError) as exc:  # unknown protocol, bad chain
         raise OSError(f"cannot open {url!r}: {exc}") from None
 

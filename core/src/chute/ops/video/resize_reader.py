@@ -18,7 +18,7 @@ from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
 from chute.ops.geometry import resize_kernels
 from chute.ops.geometry.resize_ops import RESIZE_ARGS, check_resize_args
-from chute.ops.video.reader import VideoReader, VideoSource
+from chute.ops.video.reader import VideoReader, VideoSource, _list_videos
 from chute.runtime.registry import register
 
 _SIZE_WAYS = ("resize_x", "resize_y", "size", "resize_shorter", "resize_longer")
@@ -34,12 +34,13 @@ class VideoResizeReader(VideoReader):
     ``resize_y``, ``size``, ``resize_shorter``, ``resize_longer``, ``mode``,
     ``max_size``, ``roi_start`` / ``roi_end``, ``interp_type``, ``antialias``,
     ``dtype``, ...), constants here. Padding frames (``pad_mode="constant"``) are
-    resized like the others. Frames are decoded by PyAV and resized on the CPU.
+    resized like the others. Frames are decoded by PyAV and resized on the CPU, or
+    with ``device="gpu"`` on the GPU (fn.resize's GPU kernel; outputs on the GPU).
     """
 
     schema = Schema(
         name="readers.video_resize",
-        devices=("cpu",),
+        devices=("cpu", "gpu"),
         num_outputs=4,
         args=(
             *(a for a in VideoReader.schema.args if a.name not in _RESIZE_NAMES),
@@ -69,6 +70,20 @@ class VideoResizeReader(VideoReader):
         return specs
 
     def open(self, node: OpNode, pipeline: Any, hints: NodeHints = NO_HINTS) -> VideoSource:
+        if node.device == "gpu":  # decode on the CPU, resize each batch on the GPU
+            from chute.ops.video.resize_reader_gpu import GpuVideoResizeSource
+
+            files, labels, ranges = _list_videos(node)
+            return GpuVideoResizeSource(
+                node,
+                files,
+                labels,
+                ranges,
+                pipeline.batch_size,
+                pipeline.num_threads,
+                node.args.get("on_error") or pipeline.on_error,
+                device_id=pipeline.device_id if pipeline.device_id is not None else 0,
+            )
         source = super().open(node, pipeline, hints)
         source.frame_transform = FrameResize(node)
         return source
