@@ -210,13 +210,16 @@ def iou_matrix(
 def overlap_metric(
     crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray, kind: str
 ) -> np.ndarray:
-    """Per box: IoU with the crop window (``"iou"``) or the fraction of its area inside it."""
-    if kind == "iou":  # iou_matrix against the one window, without its (n, 1) broadcasting
-        inter = intersection_volume(lo, hi, crop_lo, crop_hi)
+    """Per box: IoU with the crop window (``"iou"``) or the fraction of its area inside it.
+
+    ``crop_lo``/``crop_hi`` of shape ``(ndim,)`` give ``(n,)`` values; windows of shape
+    ``(m, 1, ndim)`` give an ``(m, n)`` table (every window against every box).
+    """
+    inter = intersection_volume(lo, hi, crop_lo, crop_hi)
+    if kind == "iou":
         union = volume(lo, hi) + volume(crop_lo, crop_hi) - inter
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(union > 0, inter / union, np.float32(0.0)).astype(np.float32)
-    inter = intersection_volume(lo, hi, crop_lo[None], crop_hi[None])
     vol = volume(lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(vol > 0, inter / vol, np.float32(0.0)).astype(np.float32)
