@@ -35,6 +35,10 @@ from chute.runtime.registry import register
 __all__ = ["MAX_ATTEMPTS", "RandomBBoxCrop", "find_crop"]
 
 MAX_ATTEMPTS = 10_000
+# options drawn per round of the search: at least ROUND_DRAWS, or enough for ROUND_WINDOWS
+# windows (one round then usually settles a sample: numpy calls, not arithmetic, cost here)
+ROUND_DRAWS = 4
+ROUND_WINDOWS = 64
 
 
 @dataclass
@@ -185,41 +189,58 @@ def find_crop(
     """Search a crop window for boxes ``lo``/``hi`` (``(n, ndim)`` relative, x-first).
 
     ``crop_shape``/``input_shape`` (x-first, absolute) fix the window's size; the anchor and
-    shape are then absolute too, the boxes always relative. For each drawn option the
-    ``num_attempts`` windows are drawn as one block and checked together (every window
-    against every box); the first window of the block that passes is the result.
+    shape are then absolute too, the boxes always relative.
+
+    The sequential search (draw an option, try its ``num_attempts`` windows, draw again) runs
+    in rounds: a round draws several options and all their windows at once, checks every
+    window against every box in one go, and takes the first window, in drawing order, that
+    passes for its option (or no crop, when that option comes first).
     """
     ndim = lo.shape[1]
     options: list[float | None] = [*search.thresholds]
     if search.allow_no_crop:
         options.append(None)
     limit = search.total_num_attempts if search.total_num_attempts > 0 else MAX_ATTEMPTS
+    per_round = max(ROUND_DRAWS, ROUND_WINDOWS // search.num_attempts)
     has_boxes = len(lo) > 0
     best: tuple[_Candidates, int] | None = None
     best_metric = -1.0
     count = 0
     while count < limit:
-        threshold = options[int(rng.integers(len(options)))]
-        if threshold is None:
+        sizes: list[int] = []
+        thresholds: list[float] = []
+        no_crop = False
+        for pick in rng.integers(len(options), size=per_round):
+            threshold = options[int(pick)]
+            if threshold is None:
+                no_crop = True
+                break
+            if count >= limit:
+                break
+            sizes.append(min(search.num_attempts, limit - count))
+            thresholds.append(threshold)
+            count += sizes[-1]
+        if sizes:
+            block = sum(sizes)
+            found = _draw(search, ndim, block, rng, crop_shape, input_shape)
+            wlo, whi = found.lo[:, None], found.hi[:, None]
+            if has_boxes:
+                metrics = kernels.overlap_metric(wlo, whi, lo, hi, search.threshold_type)
+                metric = metrics.min(1) if search.all_boxes_above_threshold else metrics.max(1)
+                keeps_some = _kept(search, wlo, whi, lo, hi).any(1)
+            else:
+                metric = np.zeros(block, np.float32)
+                keeps_some = np.ones(block, bool)
+            metric = np.where(found.ok, metric, np.float32(-1.0))
+            needed = np.repeat(np.asarray(thresholds, np.float32), sizes)
+            passed = found.ok & (metric >= needed) & keeps_some
+            if passed.any():
+                return _result(search, lo, hi, found, int(np.argmax(passed)))
+            k = int(np.argmax(metric))
+            if found.ok[k] and metric[k] > best_metric:
+                best, best_metric = (found, k), float(metric[k])
+        if no_crop:
             return _whole(lo, hi, crop_shape, input_shape)
-        block = min(search.num_attempts, limit - count)
-        count += block
-        found = _draw(search, ndim, block, rng, crop_shape, input_shape)
-        wlo, whi = found.lo[:, None], found.hi[:, None]
-        if has_boxes:
-            metrics = kernels.overlap_metric(wlo, whi, lo, hi, search.threshold_type)
-            metric = metrics.min(1) if search.all_boxes_above_threshold else metrics.max(1)
-            keeps_some = _kept(search, wlo, whi, lo, hi).any(1)
-        else:
-            metric = np.zeros(block, np.float32)
-            keeps_some = np.ones(block, bool)
-        metric = np.where(found.ok, metric, np.float32(-1.0))
-        passed = found.ok & (metric >= threshold) & keeps_some
-        if passed.any():
-            return _result(search, lo, hi, found, int(np.argmax(passed)))
-        k = int(np.argmax(metric))
-        if found.ok[k] and metric[k] > best_metric:
-            best, best_metric = (found, k), float(metric[k])
     if best is None:
         return _whole(lo, hi, crop_shape, input_shape)
     return _result(search, lo, hi, *best)
