@@ -33,6 +33,9 @@ Usage: PYTHONPATH=core/src python bench/detection.py [--n 512] [--batch 64] [--t
                --python torchvision-cpu=/work/venv-plugins/bin/python (a venv with torch)
   --data       reuse a data set made before (the root and annotation file it printed)
 
+A system named SYSTEM@LABEL runs SYSTEM under its own --python (e.g. chute-cpu@base with an
+interpreter script that puts another checkout's core/src on PYTHONPATH): an A/B of two trees.
+
 On the device, all arms in one call:
   PYTHONPATH=core/src python bench/detection.py --systems chute-cpu,chute-gpu,dali-cpu,dali-gpu
 """
@@ -279,11 +282,12 @@ def run_rep(name: str, root: str, ann: str, args: argparse.Namespace) -> dict[st
     """One rep of system ``name`` in this process: its img/s (and GPU memory it added)."""
     from chute.tools.benchmark.runner import _gpu_used_mb, time_system
 
-    why = available(name)
+    system = name.split("@")[0]
+    why = available(system)
     if why:
         return {"skipped": why}
-    gpu0 = _gpu_used_mb() if name.endswith("-gpu") else None
-    gen = SYSTEMS[name](root, ann, args.batch, args.threads)
+    gpu0 = _gpu_used_mb() if system.endswith("-gpu") else None
+    gen = SYSTEMS[system](root, ann, args.batch, args.threads)
     try:
         rep = time_system(gen, args.batch, args.warmup, args.iters, 1)
         out: dict[str, Any] = {"reps": rep["reps"]}
@@ -337,7 +341,7 @@ def main() -> None:
 
     names = [n for n in args.systems.split(",") if n]
     for name in names:
-        if name not in SYSTEMS:
+        if name.split("@")[0] not in SYSTEMS:
             sys.exit(f"unknown system {name!r}; systems: {', '.join(SYSTEMS)}")
     root, ann = args.data.split(",", 1) if args.data else make_coco_like(args.n)
     results: dict[str, dict[str, Any]] = {name: {"reps": []} for name in names}
