@@ -5,19 +5,39 @@ ssd_training_pipeline.py): readers.coco (relative ltrb boxes) -> random_bbox_cro
 thresholds 0..0.9, scaling 0.3..1, aspect 0.5..2) -> decoders.image_slice (the crop window
 only) -> resize 300x300 -> hsv + brightness_contrast -> bb_flip + crop_mirror_normalize
 (mirror, float CHW) -> box_encoder against SSD300's 8,732 default boxes. Systems, each
-skipped when it cannot run here:
+skipped (with the reason) when it cannot run here:
 
-  chute-cpu   chute on the CPU (num_threads workers)
-  chute-gpu   chute with mixed decoding and the image ops on the GPU (needs CuPy and a GPU)
-  dali-cpu    DALI's CPU pipeline (needs nvidia.dali)
-  dali-gpu    the same with mixed decoding on the GPU (needs nvidia.dali and a GPU)
+  chute-cpu        chute on the CPU (num_threads workers)
+  chute-gpu        chute with mixed decoding and the image and box ops on the GPU (CuPy, a GPU)
+  dali-cpu         DALI's CPU pipeline (needs nvidia.dali)
+  dali-gpu         the same with mixed decoding and GPU ops (needs nvidia.dali and a GPU)
+  torchvision-cpu  torchvision's transforms v2 detection recipe in a torch DataLoader
+                   (threads = workers): PIL decode -> RandomIoUCrop (the same thresholds,
+                   scales and aspect ratios) -> SanitizeBoundingBoxes -> Resize 300x300 ->
+                   ColorJitter -> RandomHorizontalFlip -> ToDtype float + Normalize; boxes
+                   are tv_tensors.BoundingBoxes. No box encoding: torchvision's SSD matches
+                   boxes to anchors inside the model. Needs torch and torchvision.
 
 Data: ImageNet-like JPEGs (chute.tools.sample_data) with a generated COCO annotation file
-(1 to 6 boxes an image, 80 categories). Systems run in rounds (each one rep in turn, started
-afresh); the median img/s of the rounds is printed.
+(1 to 6 boxes an image, 80 categories), made once per call. Systems run in rounds (each one
+rep in turn, started afresh); the median img/s of the rounds is printed, with the spread
+(min..max) and, for GPU systems, the GPU memory the first rep added.
 
 Usage: PYTHONPATH=core/src python bench/detection.py [--n 512] [--batch 64] [--threads 2]
-       [--iters 10] [--warmup 2] [--rounds 3] [--systems chute-cpu,dali-cpu] [--json out.json]
+       [--iters 10] [--warmup 2] [--rounds 3] [--systems chute-cpu,dali-cpu,...]
+       [--fresh] [--python SYSTEM=INTERPRETER ...] [--data ROOT,ANNOTATIONS] [--json out.json]
+
+  --fresh      each rep in a new process (systems alternate; no state carried between reps)
+  --python     with --fresh, run SYSTEM's reps with another interpreter, e.g.
+               --python dali-cpu=/work/main/.nox/dali_parity/bin/python (a venv with DALI)
+               --python torchvision-cpu=/work/venv-plugins/bin/python (a venv with torch)
+  --data       reuse a data set made before (the root and annotation file it printed)
+
+A system named SYSTEM@LABEL runs SYSTEM under its own --python (e.g. chute-cpu@base with an
+interpreter script that puts another checkout's core/src on PYTHONPATH): an A/B of two trees.
+
+On the device, all arms in one call:
+  PYTHONPATH=core/src python bench/detection.py --systems chute-cpu,chute-gpu,dali-cpu,dali-gpu
 """
 
 from __future__ import annotations
@@ -149,6 +169,75 @@ def library_batches(
         yield images
 
 
+def _collate(samples: list) -> tuple[Any, list]:
+    import torch
+
+    return torch.stack([img for img, _ in samples]), [target for _, target in samples]
+
+
+def torchvision_batches(root: str, ann: str, batch: int, threads: int) -> Iterator[Any]:
+    """torchvision's transforms v2 detection recipe on the same data, in a torch DataLoader."""
+    import torch
+    from PIL import Image
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
+
+    with open(ann) as f:
+        coco = json.load(f)
+    boxes: dict[int, list] = {}
+    for a in coco["annotations"]:
+        boxes.setdefault(a["image_id"], []).append((a["bbox"], a["category_id"]))
+    images = [im for im in coco["images"] if im["id"] in boxes]  # skip_empty, as the reader
+    transform = v2.Compose(
+        [
+            v2.RandomIoUCrop(
+                min_scale=0.3,
+                max_scale=1.0,
+                min_aspect_ratio=0.5,
+                max_aspect_ratio=2.0,
+                trials=50,
+            ),
+            v2.SanitizeBoundingBoxes(),
+            v2.Resize((300, 300)),
+            v2.ColorJitter(
+                brightness=(0.875, 1.125),
+                contrast=(0.5, 1.5),
+                saturation=(0.5, 1.5),
+                hue=0.5 / 360,  # DALI's hue is in degrees, torchvision's in turns
+            ),
+            v2.RandomHorizontalFlip(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize([m / 255 for m in MEAN], [s / 255 for s in STD]),
+        ]
+    )
+
+    class CocoLike(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return len(images)
+
+        def __getitem__(self, i: int) -> Any:
+            info = images[i]
+            with Image.open(os.path.join(root, info["file_name"])) as im:
+                image = tv_tensors.Image(v2.functional.pil_to_tensor(im.convert("RGB")))
+            rows = boxes[info["id"]]
+            target = {
+                "boxes": tv_tensors.BoundingBoxes(
+                    torch.tensor([b for b, _ in rows], dtype=torch.float32),
+                    format="XYWH",
+                    canvas_size=(info["height"], info["width"]),
+                ),
+                "labels": torch.tensor([c for _, c in rows]),
+            }
+            return transform(image, target)
+
+    loader = torch.utils.data.DataLoader(
+        CocoLike(), batch_size=batch, shuffle=True, num_workers=threads, collate_fn=_collate
+    )
+    while True:
+        for images_batch, _ in loader:
+            yield images_batch
+
+
 def gpu_available() -> bool:
     try:
         import cupy
@@ -163,6 +252,7 @@ SYSTEMS: dict[str, Callable[[str, str, int, int], Iterator[Any]]] = {
     "chute-gpu": lambda r, a, b, t: library_batches("chute", r, a, b, t, gpu=True),
     "dali-cpu": lambda r, a, b, t: library_batches("dali", r, a, b, t, gpu=False),
     "dali-gpu": lambda r, a, b, t: library_batches("dali", r, a, b, t, gpu=True),
+    "torchvision-cpu": torchvision_batches,
 }
 
 
@@ -170,17 +260,66 @@ def available(name: str) -> str | None:
     """Why system ``name`` cannot run here (None when it can)."""
     import importlib.util
 
-    if name.startswith("dali") and importlib.util.find_spec("nvidia") is None:
-        return "nvidia.dali is not installed"
-    if name.startswith("dali"):
+    needs = {"dali": ["nvidia.dali"], "torchvision": ["torch", "torchvision"]}
+    for module in needs.get(name.split("-")[0], []):
         try:
-            if importlib.util.find_spec("nvidia.dali") is None:
-                return "nvidia.dali is not installed"
+            missing = importlib.util.find_spec(module) is None
         except ModuleNotFoundError:
-            return "nvidia.dali is not installed"
+            missing = True
+        if missing:
+            return f"{module} is not installed"
+    if name.startswith("torchvision"):
+        try:
+            import torchvision.transforms.v2  # noqa: F401
+        except Exception as exc:  # a wheel that does not match torch fails on import
+            return f"torchvision does not import: {type(exc).__name__}: {exc}"[:200]
     if name.endswith("-gpu") and not gpu_available():
         return "no GPU (CuPy sees none)"
     return None
+
+
+def run_rep(name: str, root: str, ann: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One rep of system ``name`` in this process: its img/s (and GPU memory it added)."""
+    from chute.tools.benchmark.runner import _gpu_used_mb, time_system
+
+    system = name.split("@")[0]
+    why = available(system)
+    if why:
+        return {"skipped": why}
+    gpu0 = _gpu_used_mb() if system.endswith("-gpu") else None
+    gen = SYSTEMS[system](root, ann, args.batch, args.threads)
+    try:
+        rep = time_system(gen, args.batch, args.warmup, args.iters, 1)
+        out: dict[str, Any] = {"reps": rep["reps"]}
+        gpu1 = _gpu_used_mb() if gpu0 is not None else None
+        if gpu0 is not None and gpu1 is not None:
+            out["gpu_mb_added"] = round(gpu1 - gpu0, 1)
+        return out
+    except Exception as exc:  # one system failing must not hide the others
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        gen.close()
+
+
+def run_fresh(name: str, root: str, ann: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One rep of system ``name`` in a new process (``--python`` picks its interpreter)."""
+    import subprocess
+
+    python = dict(p.split("=", 1) for p in args.python).get(name, sys.executable)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [python, os.path.abspath(__file__), "--systems", name, "--rounds", "1"]
+        cmd += ["--data", f"{root},{ann}", "--json", out.name]
+        for key in ("n", "batch", "threads", "iters", "warmup"):
+            cmd += [f"--{key}", str(getattr(args, key))]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            return {"error": f"{python}: exit {done.returncode}: {done.stderr[-300:]}"}
+        with open(out.name) as f:
+            record = json.load(f)
+    result = record["results"][name]
+    result.setdefault("versions", record["machine"].get("versions"))
+    result.setdefault("python", python)
+    return result
 
 
 def main() -> None:
@@ -191,40 +330,44 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--systems", default="chute-cpu,chute-gpu,dali-cpu,dali-gpu")
+    parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--python", action="append", default=[], metavar="SYSTEM=PATH")
+    parser.add_argument("--data", metavar="ROOT,ANNOTATIONS")
     parser.add_argument("--json")
     args = parser.parse_args()
 
-    from chute.tools.benchmark.runner import machine_info, time_system
+    from chute.tools.benchmark.runner import machine_info
 
-    root, ann = make_coco_like(args.n)
     names = [n for n in args.systems.split(",") if n]
-    results: dict[str, dict[str, Any]] = {}
     for name in names:
-        if name not in SYSTEMS:
+        if name.split("@")[0] not in SYSTEMS:
             sys.exit(f"unknown system {name!r}; systems: {', '.join(SYSTEMS)}")
-        why = available(name)
-        results[name] = {"skipped": why} if why else {"reps": []}
+    root, ann = args.data.split(",", 1) if args.data else make_coco_like(args.n)
+    results: dict[str, dict[str, Any]] = {name: {"reps": []} for name in names}
     for _ in range(args.rounds):
         for name in names:
             r = results[name]
             if "skipped" in r or "error" in r:
                 continue
-            gen = SYSTEMS[name](root, ann, args.batch, args.threads)
-            try:
-                rep = time_system(gen, args.batch, args.warmup, args.iters, 1)
-                r["reps"].extend(rep["reps"])
-            except Exception as exc:  # one system failing must not hide the others
-                r["error"] = f"{type(exc).__name__}: {exc}"[:300]
-            finally:
-                gen.close()
+            rep = (run_fresh if args.fresh else run_rep)(name, root, ann, args)
+            reps = rep.pop("reps", [])
+            r["reps"].extend(reps)
+            for key, value in rep.items():
+                r.setdefault(key, value)
     print(f"SSD300 input pipeline, batch {args.batch}, {args.threads} threads, {args.n} images")
     for name, r in results.items():
         if r.get("reps"):
-            r["img_per_s"] = round(statistics.median(r["reps"]), 1)
-            print(f"  {name:10s} {r['img_per_s']:10.1f} img/s   rounds {r['reps']}")
+            reps = r["reps"]
+            r["img_per_s"] = round(statistics.median(reps), 1)
+            r["spread"] = [min(reps), max(reps)]
+            gpu = f"   GPU +{r['gpu_mb_added']} MB" if "gpu_mb_added" in r else ""
+            print(
+                f"  {name:16s} {r['img_per_s']:8.1f} img/s  ({min(reps)}..{max(reps)})  "
+                f"rounds {reps}{gpu}"
+            )
         else:
-            print(f"  {name:10s} {'-':>10s}         {r.get('skipped') or r.get('error')}")
+            print(f"  {name:16s} {'-':>8s}        {r.get('skipped') or r.get('error')}")
     if args.json:
         record = {"benchmark": "ssd300 input pipeline", "args": vars(args)}
         record["machine"] = machine_info()

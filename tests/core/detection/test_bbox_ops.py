@@ -144,6 +144,23 @@ def test_box_encoder_forces_each_box_onto_its_best_anchor():
     np.testing.assert_allclose(enc[4], [0.5, 0.5, 0.2, 0.2], atol=1e-6)
 
 
+def test_box_encoder_ties_go_to_the_last_box_and_prepared_anchors_agree():
+    # boxes 0 and 2 are the same square (anchor 0 exactly); box 1 sits on anchor 3
+    boxes = np.array([[0, 0, 0.5, 0.5], [0.5, 0.5, 1, 1], [0, 0, 0.5, 0.5]], np.float32)
+    labels = np.array([3, 4, 9], np.int32)
+    enc, lab = bk.encode_boxes(boxes, labels, SMALL_ANCHORS)
+    # anchor 0: IoU 2 (forced) for boxes 0 and 2, the last wins; anchor 4 overlaps boxes 0, 2
+    # and 1 alike (IoU 1/7) and stays unmatched
+    assert lab.tolist() == [9, 0, 0, 4, 0]
+    np.testing.assert_allclose(enc[0], [0.25, 0.25, 0.5, 0.5], atol=1e-6)
+    prepared = bk.Anchors.of(SMALL_ANCHORS.ravel())
+    for offset in (False, True):
+        e0, l0 = bk.encode_boxes(boxes, labels, SMALL_ANCHORS, offset=offset)
+        e1, l1 = bk.encode_boxes(boxes, labels, prepared, offset=offset)
+        np.testing.assert_array_equal(e0, e1)
+        np.testing.assert_array_equal(l0, l1)
+
+
 def test_box_encoder_offsets_by_hand():
     boxes = np.array([[0.0, 0.0, 0.4, 0.6]], np.float32)
     enc, lab = bk.encode_boxes(

@@ -25,10 +25,12 @@ def sample_boxes(seed: int, n: int = BATCH, most: int = 4) -> list[np.ndarray]:
     return out
 
 
-def run_crop(boxes, labels=None, seed=3, iterations=1, **kw) -> list[list[list[np.ndarray]]]:
+def run_crop(
+    boxes, labels=None, seed=3, iterations=1, threads=2, **kw
+) -> list[list[list[np.ndarray]]]:
     """Per iteration, the outputs of fn.random_bbox_crop as lists of per-sample arrays."""
 
-    @pipeline_def(batch_size=len(boxes), num_threads=2, device_id=None, seed=seed)
+    @pipeline_def(batch_size=len(boxes), num_threads=threads, device_id=None, seed=seed)
     def pipe():
         b = fn.external_source(source=lambda: boxes)
         ins = [b]
@@ -138,6 +140,17 @@ def test_same_seed_same_windows_other_seed_other_windows():
     assert any(not np.array_equal(a, b) for a, b in zip(first[0][0], first[1][0]))
 
 
+def test_windows_do_not_depend_on_the_thread_count():
+    boxes = sample_boxes(12)
+    kw = dict(thresholds=[0.1, 0.5, 0.9], scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0])
+    one = run_crop(boxes, threads=1, iterations=2, num_attempts=50, **kw)
+    two = run_crop(boxes, threads=2, iterations=2, num_attempts=50, **kw)
+    for it in range(2):
+        for out in range(3):
+            for i in range(BATCH):
+                np.testing.assert_array_equal(one[it][out][i], two[it][out][i])
+
+
 def test_no_crop_outcome_and_window_keeping_no_box():
     # a tiny box in a corner and small windows: most windows keep no box, which is never
     # accepted; the result is either no crop (everything kept) or a window holding the box
@@ -204,6 +217,19 @@ def test_fixed_aspect_ratio():
     for i in range(BATCH):
         np.testing.assert_allclose(shapes[i][0] / shapes[i][1], 2.0, rtol=1e-5)
         assert 0.2 - 1e-6 <= shapes[i].max() <= 0.5 + 1e-6
+
+
+def test_fixed_aspect_ratio_that_float32_cannot_hold_exactly():
+    """0.75 and 1/0.75 round in float32: the windows still count as having that ratio."""
+    boxes = sample_boxes(6)
+    (anchors, shapes, _), *_ = run_crop(
+        boxes, aspect_ratio=[0.75, 0.75], scaling=[0.2, 0.5], allow_no_crop=False,
+        total_num_attempts=50,
+    )  # fmt: skip
+    for i in range(BATCH):
+        np.testing.assert_allclose(shapes[i][0] / shapes[i][1], 0.75, rtol=1e-5)
+        assert 0.2 - 1e-6 <= shapes[i].max() <= 0.5 + 1e-6
+        assert np.all(anchors[i] + shapes[i] <= 1 + 1e-6)
 
 
 def test_layouts_give_the_same_windows():

@@ -10,10 +10,12 @@ decide alike on the CPU and the GPU.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
+    "Anchors",
     "bbox_paste",
     "box_layout",
     "encode_boxes",
@@ -210,13 +212,16 @@ def iou_matrix(
 def overlap_metric(
     crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray, kind: str
 ) -> np.ndarray:
-    """Per box: IoU with the crop window (``"iou"``) or the fraction of its area inside it."""
-    if kind == "iou":  # iou_matrix against the one window, without its (n, 1) broadcasting
-        inter = intersection_volume(lo, hi, crop_lo, crop_hi)
+    """Per box: IoU with the crop window (``"iou"``) or the fraction of its area inside it.
+
+    ``crop_lo``/``crop_hi`` of shape ``(ndim,)`` give ``(n,)`` values; windows of shape
+    ``(m, 1, ndim)`` give an ``(m, n)`` table (every window against every box).
+    """
+    inter = intersection_volume(lo, hi, crop_lo, crop_hi)
+    if kind == "iou":
         union = volume(lo, hi) + volume(crop_lo, crop_hi) - inter
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(union > 0, inter / union, np.float32(0.0)).astype(np.float32)
-    inter = intersection_volume(lo, hi, crop_lo[None], crop_hi[None])
     vol = volume(lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(vol > 0, inter / vol, np.float32(0.0)).astype(np.float32)
@@ -239,10 +244,48 @@ def _last_argmax(values: np.ndarray, axis: int) -> np.ndarray:
     return values.shape[axis] - 1 - np.argmax(flipped, axis=axis)
 
 
+@dataclass(frozen=True)
+class Anchors:
+    """SSD default boxes (ltrb rows) with what matching needs of them, computed once."""
+
+    lo: np.ndarray  # (2, m): x and y starts, one contiguous row each
+    hi: np.ndarray
+    volume: np.ndarray  # (m,)
+    center: np.ndarray  # (m, 2)
+    extent: np.ndarray  # (m, 2)
+    unmatched: np.ndarray  # (m, 4): center and extent, what an unmatched anchor encodes to
+
+    @classmethod
+    def of(cls, anchors: np.ndarray) -> Anchors:
+        """Prepare ``anchors`` (``(m, 4)`` ltrb, or their flat list)."""
+        rows = _as_rows(anchors, 4)
+        center, extent = _center_extent(rows)
+        return cls(
+            np.ascontiguousarray(rows[:, :2].T),
+            np.ascontiguousarray(rows[:, 2:].T),
+            volume(rows[:, :2], rows[:, 2:]),
+            center,
+            extent,
+            np.concatenate([center, extent], 1),
+        )
+
+    def ious(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``(n, m)`` IoU of n boxes with the anchors (as :func:`iou_matrix`, bit for bit)."""
+        inter = None
+        for k in range(lo.shape[1]):
+            side = np.minimum(hi[:, k, None], self.hi[k]) - np.maximum(lo[:, k, None], self.lo[k])
+            np.maximum(side, np.float32(0.0), out=side)
+            inter = side if inter is None else np.multiply(inter, side, out=inter)
+        assert inter is not None
+        union = volume(lo, hi)[:, None] + self.volume - inter
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(union > 0, inter / union, np.float32(0.0)).astype(np.float32)
+
+
 def encode_boxes(
     boxes: np.ndarray,
     labels: np.ndarray,
-    anchors: np.ndarray,
+    anchors: np.ndarray | Anchors,
     criteria: float = 0.5,
     offset: bool = False,
     scale: float = 1.0,
@@ -256,26 +299,38 @@ def encode_boxes(
     center x, y, width, height, or with ``offset`` the normalized offsets from the anchor)
     and its label; the others the anchor itself (zeros with ``offset``) and label 0.
     """
-    anchors = _as_rows(anchors, 4)
+    if not isinstance(anchors, Anchors):
+        anchors = Anchors.of(anchors)
     rows = _as_rows(boxes, 4)
     labels = np.asarray(labels).reshape(-1)
     if labels.shape[0] != rows.shape[0]:
         raise ValueError(f"got {rows.shape[0]} boxes but {labels.shape[0]} labels")
-    m = anchors.shape[0]
-    a_center, a_extent = _center_extent(anchors)
+    m = anchors.volume.shape[0]
     out_labels = np.zeros(m, labels.dtype if labels.size else np.int32)
-    out = np.zeros((m, 4), np.float32) if offset else np.concatenate([a_center, a_extent], 1)
+    out = np.zeros((m, 4), np.float32) if offset else anchors.unmatched.copy()
     if rows.shape[0] == 0:
         return out, out_labels
-    ious = iou_matrix(rows[:, :2], rows[:, 2:], anchors[:, :2], anchors[:, 2:])
+    ious = anchors.ious(rows[:, :2], rows[:, 2:])
     ious[np.arange(rows.shape[0]), _last_argmax(ious, axis=1)] = 2.0
-    best_box = _last_argmax(ious, axis=0)
-    matched = np.nonzero(ious[best_box, np.arange(m)] > np.float32(criteria))[0]
+    # each anchor's best box, the last on ties: a pass over the few boxes, not an argmax
+    # down the columns of the (n, m) table
+    best_box = np.zeros(m, np.intp)
+    best_iou = ious[0].copy()
+    for r in range(1, rows.shape[0]):
+        best_box[ious[r] >= best_iou] = r
+        np.maximum(best_iou, ious[r], out=best_iou)
+    matched = np.nonzero(best_iou > np.float32(criteria))[0]
     src = best_box[matched]
     b_center, b_extent = _center_extent(rows[src])
     if offset:
         out[matched] = offsets(
-            b_center, b_extent, a_center[matched], a_extent[matched], scale, means, stds
+            b_center,
+            b_extent,
+            anchors.center[matched],
+            anchors.extent[matched],
+            scale,
+            means,
+            stds,
         )
     else:
         out[matched] = np.concatenate([b_center, b_extent], 1)

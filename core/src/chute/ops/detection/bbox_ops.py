@@ -192,7 +192,7 @@ class BoxEncoder(Operator):
         return [Spec(np.dtype(np.float32), 2, None), Spec(labels.dtype, 1, None)]
 
     def setup(self, node: OpNode, hints: Any = None, pipeline: Any = None) -> Any:
-        return np.asarray(node.arg("anchors"), np.float32).reshape(-1, 4)
+        return kernels.Anchors.of(np.asarray(node.arg("anchors"), np.float32))
 
     def run_sample(
         self, inputs: tuple[np.ndarray, ...], args: ArgView, ctx: Any

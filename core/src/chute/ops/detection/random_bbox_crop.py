@@ -35,6 +35,10 @@ from chute.runtime.registry import register
 __all__ = ["MAX_ATTEMPTS", "RandomBBoxCrop", "find_crop"]
 
 MAX_ATTEMPTS = 10_000
+# options drawn per round of the search: at least ROUND_DRAWS, or enough for ROUND_WINDOWS
+# windows (one round then usually settles a sample: numpy calls, not arithmetic, cost here)
+ROUND_DRAWS = 4
+ROUND_WINDOWS = 64
 
 
 @dataclass
@@ -74,44 +78,104 @@ def _pair_ranges(search: CropSearch, ndim: int) -> list[tuple[int, int, tuple[fl
     return [(i, j, search.ranges[k % len(search.ranges)]) for k, (i, j) in enumerate(pairs)]
 
 
-def _random_shape(search: CropSearch, ndim: int, rng: np.random.Generator) -> np.ndarray | None:
-    """A relative window extent, or None when its aspect ratios fall outside the ranges."""
+def _random_shapes(
+    search: CropSearch, ndim: int, count: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` relative window extents ``(count, ndim)`` and whether each one's aspect
+    ratios fall inside the ranges."""
     lo, hi = search.scaling
-    shape = rng.uniform(lo, hi, ndim).astype(np.float32)
+    shape = rng.uniform(lo, hi, (count, ndim)).astype(np.float32)
     pairs = _pair_ranges(search, ndim)
     fixed = {(i, j): r[0] for i, j, r in pairs if r[0] == r[1]}
     if fixed:
-        # fixed ratios: derive the extents from each other in a random order, then rescale so
-        # that the largest extent is the one drawn
-        largest = shape.max()
-        order = rng.permutation(ndim)
+        # fixed ratios: derive the extents from each other in a random order (per window),
+        # then rescale so that the largest extent is the one drawn
+        largest = shape.max(axis=1, keepdims=True)
+        order = np.argsort(rng.random((count, ndim)), axis=1)
+        rows = np.arange(count)
         for a in range(ndim):
             for b in range(a + 1, ndim):
-                d0, d1 = int(order[a]), int(order[b])
-                if (d1, d0) in fixed:  # extent[d1] / extent[d0] fixed
-                    shape[d1] = shape[d0] * fixed[(d1, d0)]
-                elif (d0, d1) in fixed:  # extent[d0] / extent[d1] fixed
-                    shape[d1] = shape[d0] / fixed[(d0, d1)]
-        shape = (largest * shape / shape.max()).astype(np.float32)
-    for i, j, (rmin, rmax) in pairs:
-        if shape[j] <= 0 or not rmin <= shape[i] / shape[j] <= rmax:
-            return None
-    return shape
+                d0, d1 = order[:, a], order[:, b]
+                base, derived = shape[rows, d0], shape[rows, d1]
+                for (i, j), ratio in fixed.items():  # extent[i] / extent[j] == ratio
+                    r = np.float32(ratio)
+                    derived = np.where((d1 == i) & (d0 == j), base * r, derived)
+                    derived = np.where((d0 == i) & (d1 == j), base / r, derived)
+                shape[rows, d1] = derived
+        shape = (largest * shape / shape.max(axis=1, keepdims=True)).astype(np.float32)
+    ok = np.ones(count, bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i, j, (rmin, rmax) in pairs:
+            ratio = shape[:, i] / shape[:, j]
+            if rmin == rmax:  # derived above: equal up to float32 rounding
+                inside = np.abs(ratio - np.float32(rmin)) <= np.float32(1e-5 * rmin)
+            else:
+                inside = (ratio >= rmin) & (ratio <= rmax)
+            ok &= (shape[:, j] > 0) & inside
+    return shape, ok
 
 
 def _prune(
     search: CropSearch, crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> np.ndarray:
     """Indices of the boxes kept in the window (centroid inside, or enough of the area)."""
+    return np.nonzero(_kept(search, crop_lo, crop_hi, lo, hi))[0]
+
+
+def _kept(
+    search: CropSearch, crop_lo: np.ndarray, crop_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """Which boxes a window keeps: ``(n,)`` for one window, ``(m, n)`` for ``(m, 1, ndim)``."""
     if search.bbox_prune_threshold is None:
         center = (lo + hi) * np.float32(0.5)
-        inside = np.all((center >= crop_lo) & (center <= crop_hi), axis=1)
-    else:
-        inside = (
-            kernels.overlap_metric(crop_lo, crop_hi, lo, hi, "overlap")
-            > search.bbox_prune_threshold
+        return np.all((center >= crop_lo) & (center <= crop_hi), axis=-1)
+    fraction = kernels.overlap_metric(crop_lo, crop_hi, lo, hi, "overlap")
+    return fraction > search.bbox_prune_threshold
+
+
+@dataclass
+class _Candidates:
+    """A block of windows drawn at once: absolute ``anchor``/``extent``, relative ``lo``/``hi``
+    (each ``(m, ndim)``) and whether each is a window at all (aspect ratios in range)."""
+
+    anchor: np.ndarray
+    extent: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    ok: np.ndarray
+
+
+def _draw(
+    search: CropSearch,
+    ndim: int,
+    count: int,
+    rng: np.random.Generator,
+    crop_shape: np.ndarray | None,
+    input_shape: np.ndarray | None,
+) -> _Candidates:
+    """``count`` candidate windows from ``rng``: extents first, then anchors."""
+    if crop_shape is not None and input_shape is not None:
+        room = np.maximum(input_shape - crop_shape, 0)
+        anchor = rng.integers(0, room + 1, (count, ndim)).astype(np.float32)
+        extent = np.broadcast_to(crop_shape.astype(np.float32), (count, ndim))
+        full = input_shape.astype(np.float32)
+        return _Candidates(
+            anchor, extent, anchor / full, (anchor + extent) / full, np.ones(count, bool)
         )
-    return np.nonzero(inside)[0]
+    shape, ok = _random_shapes(search, ndim, count, rng)
+    anchor = (rng.uniform(0.0, 1.0, (count, ndim)) * (1.0 - shape)).astype(np.float32)
+    return _Candidates(anchor, shape, anchor, anchor + shape, ok)
+
+
+def _result(
+    search: CropSearch, lo: np.ndarray, hi: np.ndarray, found: _Candidates, k: int
+) -> CropResult:
+    """Window ``k`` of a block with the boxes it keeps, clipped and relative to it."""
+    rel_lo, rel_hi = found.lo[k], found.hi[k]
+    keep = _prune(search, rel_lo, rel_hi, lo, hi)
+    new_lo, new_hi = kernels.remap_boxes(lo[keep], hi[keep], rel_lo, rel_hi)
+    anchor, extent = found.anchor[k].copy(), found.extent[k].astype(np.float32)
+    return CropResult(anchor, extent, new_lo, new_hi, keep)
 
 
 def find_crop(
@@ -126,57 +190,70 @@ def find_crop(
 
     ``crop_shape``/``input_shape`` (x-first, absolute) fix the window's size; the anchor and
     shape are then absolute too, the boxes always relative.
+
+    The sequential search (draw an option, try its ``num_attempts`` windows, draw again) runs
+    in rounds: a round draws several options and all their windows at once, checks every
+    window against every box in one go, and takes the first window, in drawing order, that
+    passes for its option (or no crop, when that option comes first).
     """
     ndim = lo.shape[1]
     options: list[float | None] = [*search.thresholds]
     if search.allow_no_crop:
         options.append(None)
     limit = search.total_num_attempts if search.total_num_attempts > 0 else MAX_ATTEMPTS
-    absolute = crop_shape is not None
-    best: CropResult | None = None
+    per_round = max(ROUND_DRAWS, ROUND_WINDOWS // search.num_attempts)
+    has_boxes = len(lo) > 0
+    best: tuple[_Candidates, int] | None = None
     best_metric = -1.0
     count = 0
     while count < limit:
-        threshold = options[int(rng.integers(len(options)))]
-        if threshold is None:
-            whole = np.ones(ndim, np.float32)
-            extent = input_shape.astype(np.float32) if absolute else whole
-            return CropResult(np.zeros(ndim, np.float32), extent, lo, hi, np.arange(len(lo)))
-        for _ in range(search.num_attempts):
+        sizes: list[int] = []
+        thresholds: list[float] = []
+        no_crop = False
+        for pick in rng.integers(len(options), size=per_round):
+            threshold = options[int(pick)]
+            if threshold is None:
+                no_crop = True
+                break
             if count >= limit:
                 break
-            count += 1
-            if absolute:
-                room = np.maximum(input_shape - crop_shape, 0)
-                anchor = np.array([rng.integers(0, r + 1) for r in room], np.float32)
-                extent = crop_shape.astype(np.float32)
-                rel_lo = anchor / input_shape.astype(np.float32)
-                rel_hi = (anchor + extent) / input_shape.astype(np.float32)
+            sizes.append(min(search.num_attempts, limit - count))
+            thresholds.append(threshold)
+            count += sizes[-1]
+        if sizes:
+            block = sum(sizes)
+            found = _draw(search, ndim, block, rng, crop_shape, input_shape)
+            wlo, whi = found.lo[:, None], found.hi[:, None]
+            if has_boxes:
+                metrics = kernels.overlap_metric(wlo, whi, lo, hi, search.threshold_type)
+                metric = metrics.min(1) if search.all_boxes_above_threshold else metrics.max(1)
+                keeps_some = _kept(search, wlo, whi, lo, hi).any(1)
             else:
-                shape = _random_shape(search, ndim, rng)
-                if shape is None:
-                    continue
-                anchor = (rng.uniform(0.0, 1.0, ndim) * (1.0 - shape)).astype(np.float32)
-                extent = shape
-                rel_lo, rel_hi = anchor, anchor + shape
-            metrics = kernels.overlap_metric(rel_lo, rel_hi, lo, hi, search.threshold_type)
-            if len(metrics):
-                metric = float(metrics.min() if search.all_boxes_above_threshold else metrics.max())
-            else:
-                metric = 0.0
-            valid = metric >= threshold
-            if metric <= best_metric and not valid:
-                continue
-            best_metric = metric
-            keep = _prune(search, rel_lo, rel_hi, lo, hi)
-            new_lo, new_hi = kernels.remap_boxes(lo[keep], hi[keep], rel_lo, rel_hi)
-            best = CropResult(anchor, extent.astype(np.float32), new_lo, new_hi, keep)
-            if valid and (len(keep) > 0 or len(lo) == 0):
-                return best
+                metric = np.zeros(block, np.float32)
+                keeps_some = np.ones(block, bool)
+            metric = np.where(found.ok, metric, np.float32(-1.0))
+            needed = np.repeat(np.asarray(thresholds, np.float32), sizes)
+            passed = found.ok & (metric >= needed) & keeps_some
+            if passed.any():
+                return _result(search, lo, hi, found, int(np.argmax(passed)))
+            k = int(np.argmax(metric))
+            if found.ok[k] and metric[k] > best_metric:
+                best, best_metric = (found, k), float(metric[k])
+        if no_crop:
+            return _whole(lo, hi, crop_shape, input_shape)
     if best is None:
-        extent = input_shape.astype(np.float32) if absolute else np.ones(ndim, np.float32)
-        return CropResult(np.zeros(ndim, np.float32), extent, lo, hi, np.arange(len(lo)))
-    return best
+        return _whole(lo, hi, crop_shape, input_shape)
+    return _result(search, lo, hi, *best)
+
+
+def _whole(
+    lo: np.ndarray, hi: np.ndarray, crop_shape: np.ndarray | None, input_shape: np.ndarray | None
+) -> CropResult:
+    """No crop: the whole input keeps every box unchanged."""
+    ndim = lo.shape[1]
+    full = input_shape is not None and crop_shape is not None
+    extent = input_shape.astype(np.float32) if full else np.ones(ndim, np.float32)
+    return CropResult(np.zeros(ndim, np.float32), extent, lo, hi, np.arange(len(lo)))
 
 
 _INTERNAL_SHAPE_LAYOUT = {2: "WH", 3: "WHD"}
