@@ -58,6 +58,12 @@ TEST_DEPS = [
     "astropy>=5",  # tile-compressed FITS images (fn.experimental.readers.fits)
     "lz4>=4",
 ]
+# What a plugin session installs besides its framework, chute and the plugin: the plugin
+# suites (tests/plugins/**, tests/conftest.py), the framework examples of the docs and
+# examples/dali_ports import only pytest, NumPy and Pillow (chute's own dependencies), the
+# framework, chute and the standard library; none of the remote-storage, audio, video, FITS
+# or COCO-reference packages above, which the core session covers.
+PLUGIN_TEST_DEPS = ["pytest>=8"]
 # DALI itself, for the parity session only (its CPU operators run without a GPU).
 DALI = "nvidia-dali-cuda130==2.4.0"
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9", "pytest>=8"]
@@ -70,7 +76,7 @@ LOCK_INPUTS: dict[str, tuple[list[str] | None, list[str]]] = {
     "core": ([], TEST_DEPS),
     "docs": ([], DOCS_DEPS),
     "wheel": ([], WHEEL_DEPS),
-    **{framework: ([], [*FRAMEWORKS[framework], *TEST_DEPS]) for framework in FRAMEWORKS},
+    **{framework: ([], [*FRAMEWORKS[framework], *PLUGIN_TEST_DEPS]) for framework in FRAMEWORKS},
     "dali_parity": ([], [*TEST_DEPS, DALI]),
 }
 
@@ -234,7 +240,8 @@ def wheel(session: nox.Session) -> None:
     shutil.rmtree(dist, ignore_errors=True)
     for package in ["core", *(f"plugins/{framework}" for framework in FRAMEWORKS)]:
         # the wheel is built from the sdist: what the sdist misses, the wheel misses
-        session.run("python", "-m", "build", "--installer=uv", f"--outdir={dist}", package)
+        # (an install step: `nox --install-only` builds the wheels and installs them too)
+        session.run_install("python", "-m", "build", "--installer=uv", f"--outdir={dist}", package)
     wheels = {path.name.split("-")[0]: path for path in dist.glob("*.whl")}
     sdists = sorted(path.name for path in dist.glob("*.tar.gz"))
     expected = ["chute", *(f"chute_{framework}" for framework in FRAMEWORKS)]
@@ -278,7 +285,7 @@ def _plugin_session(framework: str) -> None:
             "core",
             "-e",
             f"plugins/{framework}",
-            *TEST_DEPS,
+            *PLUGIN_TEST_DEPS,
         )
         session.run(
             "pytest",

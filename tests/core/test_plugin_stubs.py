@@ -173,7 +173,10 @@ def test_committed_plugin_stubs_are_current() -> None:
     assert {p.relative_to(PLUGINS).as_posix() for p in fresh} == {
         "jax/src/chute/jax/_dali.pyi",
         "paddle/src/chute/paddle/_dali.pyi",
+        "paddle/src/chute/paddle/_iterator.pyi",  # ClassificationIterator
         "torch/src/chute/torch/_dali.pyi",
+        "torch/src/chute/torch/_iterator.pyi",  # ClassificationIterator
+        "torch/src/chute/torch/python_function.pyi",  # torch_python_function
     }
     stale = sorted(str(p) for p, text in fresh.items() if not p.exists() or p.read_text() != text)
     assert not stale, (
@@ -185,6 +188,75 @@ def test_committed_plugin_stubs_are_current() -> None:
         assert (
             f'"chute.{fw}" = ["py.typed", "*.pyi"]' in (PLUGINS / fw / "pyproject.toml").read_text()
         )
+
+
+_OPERATOR_SOURCE = textwrap.dedent(
+    '''
+    from __future__ import annotations
+
+    from chute.graph.schema import Schema
+    from chute.ops.python import PythonFunction
+    from chute.surface import make_fn
+
+
+    def _rename(schema: Schema) -> Schema:
+        return schema
+
+
+    class Framed(PythonFunction):
+        """fn.python_function with framework tensors.
+
+        More text.
+        """
+
+        schema = _rename(PythonFunction.schema)
+        kind = Schema(name="framed")
+
+
+    framed = make_fn(Framed)
+    framed.__module__ = "plug.fn"
+    '''
+)
+
+
+def test_plugin_operator_stub_has_its_core_base_signature() -> None:
+    text = plugin_stubs.render_module(_OPERATOR_SOURCE, "plug.ops")
+    start = text.index("def framed(\n")
+    framed = text[start:]
+    assert framed.startswith("def framed(\n    *inputs: DataNode,\n    function: Any,\n")
+    for line in (
+        "    batch_processing: bool = ...,\n",
+        "    num_outputs: int = ...,\n",
+        '    on_error: Literal["raise", "skip", "warn"] | OnError | None = ...,\n',
+    ):
+        assert line in framed
+    assert framed.endswith('-> Any:\n    """fn.python_function with framework tensors."""\n')
+    # the annotations' names are imported; run-time details are left out
+    for line in (
+        "from chute.graph.node import DataNode\n",
+        "from typing import Literal\n",
+        "from chute.types import OnError\n",
+    ):
+        assert line in text
+    assert "__module__" not in text and "_rename" not in text
+    # a computed class attribute is declared (its value may need private helpers)
+    assert "    schema: ClassVar[Any]\n    kind: ClassVar[Schema]\n" in text
+    assert "from typing import ClassVar\n" in text
+
+
+def test_pipeline_arguments_are_the_pipelines() -> None:
+    from chute.pipeline import Pipeline
+    from chute.pipeline.options import DECORATOR_ONLY, DEFAULTS, PipelineArguments
+
+    # ForwardRef('int'): from __future__ import annotations keeps them as text
+    annotations = {
+        k: getattr(v, "__forward_arg__", v) for k, v in PipelineArguments.__annotations__.items()
+    }
+    assert list(annotations) == [*DEFAULTS, *DECORATOR_ONLY]
+    init = inspect.signature(Pipeline.__init__).parameters
+    for name in DEFAULTS:  # the constructor's annotations, spelled the same (strings here)
+        assert annotations[name] == init[name].annotation, name
+    assert annotations["enable_conditionals"] == annotations["debug"] == "bool"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
@@ -201,5 +273,12 @@ def test_mypy_accepts_plugin_code_and_flags_a_misspelled_keyword() -> None:
     bad = REPO / "tests/typing/plugins_bad.py"
     got, output = check["reported"](bad)
     assert got == check["expected"](bad), output
-    assert (17, "call-arg") in got
+    assert (20, "call-arg") in got  # DALIGenericIterator(p, ["x"], reder_name="R")
     assert 'Unexpected keyword argument "reder_name" for "DALIGenericIterator"' in output
+    for name, where in [
+        ("reder_name", "ClassificationIterator"),
+        ("num_thread", "data_iterator"),
+        ("num_threds", "pipeline_def"),
+        ("fuction", "torch_python_function"),
+    ]:
+        assert f'Unexpected keyword argument "{name}" for "{where}"' in output

@@ -11,8 +11,9 @@ import chute.jax
 import chute.paddle
 import chute.tf
 import chute.torch
-from chute import pipeline_def
+from chute import fn, pipeline_def
 from chute.pipeline import Pipeline
+from chute.torch import fn as torch_fn
 
 
 @pipeline_def(batch_size=2, num_threads=1, device_id=None)
@@ -37,3 +38,24 @@ def iterators(p: Pipeline) -> None:
     chute.jax.DALIGenericPeekableIterator(p, ["x"], reader_name="R")
     chute.tf.DALIDataset(p, output_dtypes=(1, 2), fail_on_device_mismatch=False)
     chute.tf.dataset(p, ["x"], reader_name="R", last_batch_policy="partial")
+    chute.torch.ClassificationIterator(p, reader_name="R", auto_reset=True, pad_ragged=False)
+    chute.torch.ClassificationIterator(p, 64, None, "yes")
+    chute.paddle.ClassificationIterator(p, size=64, last_batch_policy=policy)
+
+
+@chute.jax.data_iterator(output_map=["x"], reader_name="R", batch_size=8, num_threads=2, seed=1)
+def jax_iterator() -> object:
+    return fn.readers.file(file_root="/data", name="R")[0]
+
+
+@chute.jax.peekable_data_iterator(output_map=["x"], size=16, exec_dynamic=True, py_num_workers=2)
+def jax_peekable() -> object:
+    return fn.random.uniform(range=[0.0, 1.0])
+
+
+@pipeline_def(batch_size=4, num_threads=1, device_id=None, enable_conditionals=True)
+def torch_pipe() -> object:
+    images = fn.random.uniform(range=[0.0, 1.0], shape=[2])
+    return torch_fn.torch_python_function(
+        images, function=lambda ts: ts, batch_processing=True, num_outputs=1, device="cpu"
+    )

@@ -99,6 +99,36 @@ def test_classification_iterator_and_pad_ragged(index_files):
     assert batch["data"].shape == (3, 1) and batch["data"].flatten().tolist() == [0, 1, 2]
 
 
+def test_classification_iterator_signature_is_the_frameworks(index_files):
+    """Its keywords are FrameworkIterator's after output_map (what its stub spells out)."""
+    import inspect
+
+    from chute.iteration import FrameworkIterator
+
+    names = list(inspect.signature(chute.torch.ClassificationIterator.__init__).parameters)
+    framework = list(inspect.signature(FrameworkIterator.__init__).parameters)
+    assert names == ["self", "pipelines", *framework[3:]]
+    it = chute.torch.ClassificationIterator(index_pipe_fn(index_files, shuffle=False)(), 3)
+    assert it.size == 3  # DALI's positional order: size after pipelines
+    with pytest.raises(TypeError, match="reader_name"):
+        chute.torch.ClassificationIterator(
+            index_pipe_fn(index_files, shuffle=False)(), reder_name="Reader"
+        )
+
+
+def test_torch_python_function_takes_python_functions_arguments():
+    """Its stub is fn.python_function's signature: the same arguments, batch_processing on."""
+    import chute.torch.fn
+    from chute.ops.python import PythonFunction
+    from chute.torch.python_function import TorchPythonFunction
+
+    schema = TorchPythonFunction.schema
+    assert [a.name for a in schema.args] == [a.name for a in PythonFunction.schema.args]
+    assert schema.arg("batch_processing").default is True
+    assert chute.torch.fn.torch_python_function is chute.torch.torch_python_function
+    assert chute.torch.fn.__name__ == "chute.torch.fn"  # DALI's plugin.pytorch.fn, a module
+
+
 def test_shard_info_from_environment(monkeypatch, index_files):
     """A pipeline callable is built with the rank / world size of the running job."""
     monkeypatch.setenv("RANK", "1")

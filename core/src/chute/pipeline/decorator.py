@@ -5,16 +5,23 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chute.pipeline import Pipeline, _as_tuple
 from chute.pipeline.autograph import convert
 from chute.pipeline.options import DECORATOR_ONLY, DEFAULTS, closest_name, unknown_argument
 
+if TYPE_CHECKING:  # typing.Unpack from Python 3.11; annotations are not evaluated
+    from typing_extensions import Unpack
+
+    from chute.pipeline.options import PipelineArguments
+
 __all__ = ["pipeline_def"]
 
 
-def pipeline_def(fn: Callable | None = None, **pipeline_kwargs: Any) -> Callable:
+def pipeline_def(
+    fn: Callable | None = None, **pipeline_kwargs: Unpack[PipelineArguments]
+) -> Callable:
     """Turn a function that wires operators into a factory of Pipelines.
 
     Pipeline arguments (batch_size, num_threads, device_id, seed, ... every

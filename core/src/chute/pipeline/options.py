@@ -11,13 +11,19 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from chute.types import DALIDataType, to_dtype
 
-__all__ = ["DEFAULTS", "check_options", "closest_name", "unknown_argument"]
+__all__ = [
+    "DEFAULTS",
+    "PipelineArguments",
+    "check_options",
+    "closest_name",
+    "unknown_argument",
+]
 
 # name -> default, in DALI's order (the first eleven are positional in DALI too).
 DEFAULTS: dict[str, Any] = {
@@ -51,6 +57,42 @@ DEFAULTS: dict[str, Any] = {
 
 # Arguments that @pipeline_def takes besides the constructor's.
 DECORATOR_ONLY = ("enable_conditionals", "debug")
+
+
+class PipelineArguments(TypedDict, total=False):
+    """The keywords ``@pipeline_def`` (and DALI-style decorators over it) take, typed.
+
+    For ``**kwargs: Unpack[PipelineArguments]``, so that a type checker flags a misspelled
+    pipeline argument; the names are DEFAULTS' and DECORATOR_ONLY's, the types
+    ``Pipeline.__init__``'s (tests/core/test_plugin_stubs.py keeps them equal).
+    """
+
+    batch_size: int
+    num_threads: int
+    device_id: int | None
+    seed: int | None
+    exec_pipelined: bool
+    prefetch_queue_depth: int | dict[str, int]
+    exec_async: bool
+    bytes_per_sample: int
+    set_affinity: bool
+    max_streams: int
+    default_cuda_stream_priority: int
+    enable_memory_stats: bool
+    enable_checkpointing: bool
+    checkpoint: str | None
+    py_num_workers: int
+    py_start_method: str
+    py_callback_pickler: Any
+    output_dtype: Any
+    output_ndim: int | list[int | None] | None
+    exec_dynamic: bool
+    experimental_exec_dynamic: bool
+    on_error: str
+    max_error_ratio: float
+    device_fallback: bool | None
+    enable_conditionals: bool
+    debug: bool
 
 
 def closest_name(name: str, valid: list[str] | tuple[str, ...]) -> str | None:

@@ -9,6 +9,10 @@ spells every keyword with its type, from :func:`chute.iteration.dali.iterator_pa
 
     python -m chute.tools.plugin_stubs     # rewrite the committed plugin stubs
 
+A plugin operator, ``name = make_fn(Cls)`` where ``Cls`` subclasses a core operator and keeps
+its arguments (``chute.torch``'s ``torch_python_function``), gets ``fn.<base>``'s typed
+signature (:mod:`chute.tools.stubs`) under its own name.
+
 The plugin's source is read, not imported (no framework is needed): the rest of the module
 (imports, public functions, classes, other methods) is copied as declarations with ``...`` bodies.
 tests/core/test_stubs.py fails when a committed stub differs from what this writes.
@@ -17,6 +21,7 @@ tests/core/test_stubs.py fails when a committed stub differs from what this writ
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import pathlib
 import re
@@ -25,6 +30,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from chute.iteration.dali import iterator_parameters
+from chute.surface import make_fn
+from chute.tools import stubs
 
 __all__ = ["COMMAND", "PLUGINS", "main", "render", "render_module", "write"]
 
@@ -32,7 +39,12 @@ COMMAND = "python -m chute.tools.plugin_stubs"
 REPO = pathlib.Path(__file__).resolve().parents[4]  # the source checkout (core/src/chute/tools)
 PLUGINS = REPO / "plugins"
 _DECORATOR = "dali_iterator"
-_ANNOTATION_IMPORTS = {"LastBatchPolicy": "from chute.types import LastBatchPolicy"}
+_OPERATOR = "make_fn"
+_DESCRIPTORS = {"staticmethod", "classmethod", "property"}
+_ANNOTATION_IMPORTS = {
+    "LastBatchPolicy": "from chute.types import LastBatchPolicy",
+    "ClassVar": "from typing import ClassVar",
+}
 
 
 def _first_line(node: ast.AST) -> str | None:
@@ -136,6 +148,59 @@ def _def(func: ast.FunctionDef | ast.AsyncFunctionDef, indent: str) -> list[str]
     return lines
 
 
+def _class_assign(node: ast.Assign) -> str:
+    """A class attribute as a declaration: ``schema = Schema(...)`` becomes
+    ``schema: ClassVar[Schema]``, another computed value ``ClassVar[Any]`` (its value may
+    need the module's private helpers); ``staticmethod(...)`` and constants are copied."""
+    value = node.value
+    if (
+        len(node.targets) == 1
+        and isinstance(value, ast.Call)
+        and ast.unparse(value.func) not in _DESCRIPTORS
+    ):
+        callee = value.func.id if isinstance(value.func, ast.Name) else ""
+        kind = callee if callee[:1].isupper() else "Any"
+        return f"{ast.unparse(node.targets[0])}: ClassVar[{kind}]"
+    return ast.unparse(node)
+
+
+def _operator(node: ast.Assign, tree: ast.Module) -> str | None:
+    """The stub def of ``name = make_fn(Cls)``: ``fn.<base>``'s signature under ``name``.
+
+    ``Cls`` is a class of the module whose first base is a core operator class imported by
+    the module; the doc line is ``Cls``'s. None where the assignment is not of that form.
+    """
+    value = node.value
+    if not (
+        len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(value, ast.Call)
+        and ast.unparse(value.func) == _OPERATOR
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Name)
+    ):
+        return None
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    cls = classes.get(value.args[0].id)
+    if cls is None or not cls.bases or not isinstance(cls.bases[0], ast.Name):
+        return None
+    base_name = cls.bases[0].id
+    origin = next(
+        (
+            n.module
+            for n in tree.body
+            if isinstance(n, ast.ImportFrom)
+            and n.module
+            and any((a.asname or a.name) == base_name for a in n.names)
+        ),
+        None,
+    )
+    if origin is None:
+        return None
+    base = getattr(importlib.import_module(origin), base_name)
+    return stubs.fn_stub(node.targets[0].id, make_fn(base), doc=_first_line(cls))
+
+
 def _class(cls: ast.ClassDef) -> list[str]:
     bases = [ast.unparse(b) for b in [*cls.bases, *cls.keywords]]
     lines = [f"class {cls.name}({', '.join(bases)}):" if bases else f"class {cls.name}:"]
@@ -145,7 +210,7 @@ def _class(cls: ast.ClassDef) -> list[str]:
         if isinstance(node, ast.AnnAssign):
             body.append(f"    {ast.unparse(node.target)}: {ast.unparse(node.annotation)}")
         elif isinstance(node, ast.Assign):
-            body.append(f"    {ast.unparse(node)}")
+            body.append(f"    {_class_assign(node)}")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _passes_through(
             node  # type: ignore[arg-type]
         ):
@@ -174,10 +239,18 @@ def render_module(source: str, module: str) -> str:
     tree = ast.parse(source)
     imported: list[ast.Import | ast.ImportFrom] = []
     code: list[str] = []
+    operators: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if node.module != "__future__" if isinstance(node, ast.ImportFrom) else True:
                 imported.append(node)
+        elif isinstance(node, ast.Assign) and (operator := _operator(node, tree)) is not None:
+            operators.append(operator)
+            code += ["", "", operator.rstrip("\n")]
+        elif isinstance(node, ast.Assign) and not all(
+            isinstance(t, ast.Name) for t in node.targets
+        ):
+            continue  # name.attribute = ... (a run-time detail, no declaration)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             code += ["", ast.unparse(node)]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -190,11 +263,17 @@ def render_module(source: str, module: str) -> str:
     for name, line in _ANNOTATION_IMPORTS.items():
         if name in body and not any(name in i for i in imports):
             imports.append(line)
+    operator_text = "\n".join(operators)
+    for name, module_name in stubs.ANNOTATION_MODULES.items():  # what fn stubs annotate with
+        if re.search(rf"\b{name}\b", operator_text) and not any(
+            re.search(rf"\b{name}\b", i) for i in imports
+        ):
+            imports.append(f"from {module_name} import {name}")
     title = (
         f"# Generated by `{COMMAND}` from {module}'s source and chute.iteration.dali: "
         "do not edit.\n"
     )
-    doc = f'"""``{module}``: typed signatures of its DALI-named iterators."""'
+    doc = f'"""``{module}``: typed signatures of its DALI-named iterators and operators."""'
     return (
         f"{title}{doc}\n\nfrom __future__ import annotations\n\n"
         + "\n".join(imports)
@@ -203,16 +282,17 @@ def render_module(source: str, module: str) -> str:
 
 
 def sources(plugins: pathlib.Path = PLUGINS) -> list[pathlib.Path]:
-    """The plugin modules that use ``@dali_iterator`` (each gets a stub beside it)."""
+    """The plugin modules that use ``@dali_iterator`` or ``make_fn`` (each gets a stub beside it)."""
     found = []
     for path in sorted(plugins.glob("*/src/chute/*/*.py")):
-        if f"@{_DECORATOR}(" in path.read_text():
+        text = path.read_text()
+        if f"@{_DECORATOR}(" in text or f"= {_OPERATOR}(" in text:
             found.append(path)
     return found
 
 
 def render(plugins: pathlib.Path = PLUGINS) -> dict[pathlib.Path, str]:
-    """Stub path (beside its module) -> stub text, for every plugin module using the decorator."""
+    """Stub path (beside its module) -> stub text, for every module :func:`sources` lists."""
     out = {}
     for path in sources(plugins):
         src = path.parents[2]  # plugins/<fw>/src

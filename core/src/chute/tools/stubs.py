@@ -33,7 +33,7 @@ from chute.runtime.registry import ops_entries
 from chute.surface import fn_entries
 from chute.types import DALIImageType, DALIInterpType
 
-__all__ = ["COMMAND", "main", "render", "write"]
+__all__ = ["ANNOTATION_MODULES", "COMMAND", "fn_stub", "main", "render", "write"]
 
 COMMAND = "python -m chute.tools.stubs"
 ROOT = pathlib.Path(__file__).resolve().parents[2]  # core/src: the committed stubs live here
@@ -63,7 +63,7 @@ _COMMON_TYPES = {
     "on_error": 'Literal["raise", "skip", "warn"] | OnError | None',
 }
 # the names a stub may use, and where they come from (only those used are imported)
-_IMPORTS = {
+_IMPORTS = {  # name an annotation uses -> its module
     "Sequence": "collections.abc",
     "Any": "typing",
     "Literal": "typing",
@@ -75,6 +75,7 @@ _IMPORTS = {
     "DALIInterpType": "chute.types",
     "OnError": "chute.types",
 }
+ANNOTATION_MODULES = _IMPORTS  # for chute.tools.plugin_stubs
 _SECTIONS = ("collections.abc", "typing"), ("numpy.typing",), ("chute.",)
 _ALIASABLE = {"Sequence"}  # generics an operator may be named after (ops.readers.Sequence)
 
@@ -133,7 +134,8 @@ def _signature(params: list[str], returns: str, indent: str = "") -> str:
     return f"(\n{inner}{indent}) -> {returns}:"
 
 
-def _fn_stub(short: str, func: Callable[..., Any]) -> str:
+def fn_stub(short: str, func: Callable[..., Any], doc: str | None = None) -> str:
+    """The stub def of ``fn.<short>`` (``func``); ``doc``: its doc line instead of the class's."""
     op_class = getattr(func, "op_class", None)
     if op_class is None:
         return _plain_fn_stub(short, func)
@@ -150,7 +152,8 @@ def _fn_stub(short: str, func: Callable[..., Any]) -> str:
         params += ["*"] if schema.args or COMMON_ARGS else []
     params += _keywords(schema)
     alias_of = getattr(func, "alias_of", None)
-    doc = f"Legacy alias of ``fn.{alias_of}``." if alias_of else _summary(op_class, schema.name)
+    if doc is None:
+        doc = f"Legacy alias of ``fn.{alias_of}``." if alias_of else _summary(op_class, schema.name)
     return f'def {short}{_signature(params, _returns(op_class))}\n    """{doc}"""\n'
 
 
@@ -227,7 +230,7 @@ def _module_text(package: str, namespace: str, names: dict[str, Any], kind: str)
     for name, value in sorted(names.items()):
         if value is None:
             continue
-        body.append(_fn_stub(name, value) if kind == "fn" else _ops_stub(name, value))
+        body.append(fn_stub(name, value) if kind == "fn" else _ops_stub(name, value))
     code = "\n".join(body)
     for name in shadowed:
         code = re.sub(rf"\b{name}\[", f"_{name}[", code)

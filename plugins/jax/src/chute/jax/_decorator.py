@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import jax
 from chute.jax._dali import DALIGenericIterator, DALIGenericPeekableIterator
 from chute.jax._iterator import batch_slices, gpu_id, shard_info
 from chute.pipeline import PIPELINE_ARGS, pipeline_def
 from chute.types import LastBatchPolicy
+
+if TYPE_CHECKING:  # typing.Unpack from Python 3.11; annotations are not evaluated
+    from typing_extensions import Unpack
+
+    from chute.pipeline.options import PipelineArguments
 
 
 def data_iterator(
@@ -25,7 +30,7 @@ def data_iterator(
     prepare_first_batch: bool = True,
     sharding: jax.sharding.Sharding | None = None,
     pad_ragged: bool = False,
-    **decorator_kwargs: Any,
+    **decorator_kwargs: Unpack[PipelineArguments],
 ) -> Callable:
     """Turn a pipeline definition function into a function that returns a :class:`DALIGenericIterator`.
 
@@ -77,7 +82,7 @@ def peekable_data_iterator(
     prepare_first_batch: bool = True,
     sharding: jax.sharding.Sharding | None = None,
     pad_ragged: bool = False,
-    **decorator_kwargs: Any,
+    **decorator_kwargs: Unpack[PipelineArguments],
 ) -> Callable:
     """DALI's ``clu.peekable_data_iterator``: :func:`data_iterator` making a peekable iterator.
 
@@ -104,7 +109,7 @@ def peekable_data_iterator(
 def _decorator(
     iterator_type: type[DALIGenericIterator],
     pipeline_fn: Callable | None,
-    decorator_kwargs: dict[str, Any],
+    decorator_kwargs: Mapping[str, Any],
     sharding: jax.sharding.Sharding | None,
     **iterator_kwargs: Any,
 ) -> Callable:

@@ -8,6 +8,7 @@ import numpy as np
 
 import paddle
 from chute.iteration import FrameworkIterator, PipelineSource, empty_batch
+from chute.iteration.dali import dali_iterator
 
 
 def shard_info() -> tuple[int, int]:
@@ -64,5 +65,7 @@ class DataIterator(FrameworkIterator):
 class ClassificationIterator(DataIterator):
     """A :class:`DataIterator` over pipelines with two outputs, named ``"data"`` and ``"label"``."""
 
-    def __init__(self, pipelines: PipelineSource, **kwargs: Any):
-        super().__init__(pipelines, ["data", "label"], **kwargs)
+    # the keywords of FrameworkIterator after output_map, spelled out (typed in _iterator.pyi)
+    @dali_iterator("pipelines", keyword_only=[("pad_ragged", False)])
+    def __init__(self, pipelines: PipelineSource, **options: Any):
+        super().__init__(pipelines, ["data", "label"], **options)

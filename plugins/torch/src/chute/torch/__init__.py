@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("chute.torch needs torch; install it with: pip install torch") from exc
 
-from chute.torch import experimental, proxy
+from chute.torch import experimental, fn, proxy
 from chute.torch._dali import (
     DALIClassificationIterator,
     DALIGenericIterator,
@@ -42,7 +42,7 @@ from chute.torch._iterator import (
     shard_info,
     to_torch,
 )
-from chute.torch.python_function import TorchPythonFunction, fn, torch_python_function
+from chute.torch.python_function import TorchPythonFunction, torch_python_function
 from chute.types import LastBatchPolicy
 
 __all__ = [

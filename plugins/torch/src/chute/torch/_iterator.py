@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from chute.distributed import Placement, placement_from
 from chute.iteration import FrameworkIterator, PipelineSource, empty_batch
+from chute.iteration.dali import dali_iterator
 
 
 def shard_info() -> tuple[int, int]:
@@ -93,5 +94,7 @@ class DataIterator(FrameworkIterator):
 class ClassificationIterator(DataIterator):
     """A :class:`DataIterator` over pipelines with two outputs, named ``"data"`` and ``"label"``."""
 
-    def __init__(self, pipelines: PipelineSource, **kwargs: Any):
-        super().__init__(pipelines, ["data", "label"], **kwargs)
+    # the keywords of FrameworkIterator after output_map, spelled out (typed in _iterator.pyi)
+    @dali_iterator("pipelines", keyword_only=[("pad_ragged", False)])
+    def __init__(self, pipelines: PipelineSource, **options: Any):
+        super().__init__(pipelines, ["data", "label"], **options)

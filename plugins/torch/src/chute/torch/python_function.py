@@ -14,7 +14,6 @@ worker processes, ``output_layouts``) is ``fn.python_function``'s.
 from __future__ import annotations
 
 import dataclasses
-import types
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from chute.graph.schema import Arg, Schema
 from chute.ops.python import PythonFunction
 from chute.surface import make_fn
 
-__all__ = ["TorchPythonFunction", "fn", "torch_python_function"]
+__all__ = ["TorchPythonFunction", "torch_python_function"]
 
 
 def _to_torch(x: Any) -> torch.Tensor:
@@ -86,8 +85,11 @@ def _batch_by_default(arg: Arg) -> Arg:
 
 
 class TorchPythonFunction(PythonFunction):
-    """Calls ``function`` with lists of torch tensors for the whole batch (or, with
-    ``batch_processing=False``, with the tensors of each sample) and takes back torch tensors."""
+    """``fn.python_function`` whose ``function`` takes and returns torch tensors (DALI's).
+
+    ``function`` gets lists of torch tensors for the whole batch (or, with
+    ``batch_processing=False``, the tensors of each sample) and returns torch tensors.
+    """
 
     schema = Schema(
         name="torch_python_function",
@@ -105,8 +107,6 @@ class TorchPythonFunction(PythonFunction):
             args["function"] = TorchCall(args["function"], bool(batch), args.get("num_outputs", 1))
 
 
+# typed in python_function.pyi (python -m chute.tools.plugin_stubs: fn.python_function's keywords)
 torch_python_function = make_fn(TorchPythonFunction)
 torch_python_function.__module__ = "chute.torch.fn"
-
-# DALI's nvidia.dali.plugin.pytorch.fn namespace.
-fn = types.SimpleNamespace(torch_python_function=torch_python_function)
