@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from _harness import FLOAT_IMAGES, IMAGES, Case, compare, encoded, params, xfail
+from _harness import FLOAT_IMAGES, IMAGES, Case, compare, encoded, params
 
 GRAY = "RGB to gray conversion rounds differently: about half the pixels 1 apart"
 

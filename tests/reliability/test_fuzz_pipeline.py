@@ -23,7 +23,14 @@ EPOCH_DEADLINE_S = float(os.environ.get("CHUTE_FUZZ_DEADLINE_S", "120"))
 
 
 def _run_epoch(files: list[str], device: str = "cpu") -> tuple[list, list]:
-    @pipeline_def(batch_size=16, num_threads=2, seed=0, on_error="skip", device_id=None)
+    @pipeline_def(
+        batch_size=16,
+        num_threads=2,
+        seed=0,
+        on_error="skip",
+        device_id=None,
+        max_error_entries=len(files),  # every skipped file named (the default keeps 1,000)
+    )
     def pipe():
         data, _ = fn.readers.file(files=files, name="R")
         image = fn.decoders.image(data, device=device)

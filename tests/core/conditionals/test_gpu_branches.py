@@ -103,7 +103,7 @@ def test_a_cpu_value_merged_with_a_gpu_value_moves_to_the_gpu(folder):
         jpegs, labels = fn.readers.file(file_root=folder, name="R")
         images = fn.resize(fn.decoders.image(jpegs), size=(16, 16))
         if labels[0] == 0:
-            out = images.gpu() * 0
+            out = images.gpu() * types.Constant(0, dtype=types.UINT8)  # 0 alone is int32
         else:
             out = images
         return out, images, labels

@@ -110,9 +110,9 @@ def test_ssd300_pipeline_gpu_matches_cpu():
             aspect_ratio=[0.5, 2.0], bbox_layout="xyXY", allow_no_crop=True, num_attempts=50,
         )  # fmt: skip
         cropped = fn.slice(img, anchor, shape, axis_names="WH")
+        coin = fn.random.coin_flip(probability=0.5)  # before the transfers: the same draws
         if gpu:
             cropped, bb, lb = cropped.gpu(), bb.gpu(), lb.gpu()
-        coin = fn.random.coin_flip(probability=0.5)
         flipped = fn.flip(cropped, horizontal=coin)
         resized = fn.resize(flipped, resize_x=300, resize_y=300)
         bb = fn.bb_flip(bb, ltrb=True, horizontal=coin)

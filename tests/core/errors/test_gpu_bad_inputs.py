@@ -54,7 +54,14 @@ def decode(name: str, data, device: str):
 def run_files(files: list[str], decoder: str, device: str, on_error: str, batch: int = 8):
     """Read ``files`` once through ``decoder``; the delivered paths and pipe.errors()."""
 
-    @pipeline_def(batch_size=batch, num_threads=2, device_id=0, seed=3, on_error=on_error)
+    @pipeline_def(
+        batch_size=batch,
+        num_threads=2,
+        device_id=0,
+        seed=3,
+        on_error=on_error,
+        max_error_entries=len(files),  # every skipped file named (the default keeps 1,000)
+    )
     def pipe():
         data, _ = fn.readers.file(files=files, name="R")
         image = decode(decoder, data, device)
