@@ -64,6 +64,8 @@ def preload() -> list[str]:
         if foreign_nvjpeg() is not None:
             return []  # another copy came first: loading ours now would not help
         for path in wheel_nvjpeg():
+            if any(Path(p).name == Path(path).name for p in _preloaded):
+                continue  # one file per soname (two nvidia folders on the path: the first)
             try:
                 ctypes.CDLL(path)  # its soname now belongs to this file for nvImageCodec
             except OSError:  # its CUDA runtime is missing: nothing to protect then
