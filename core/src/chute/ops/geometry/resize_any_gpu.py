@@ -12,6 +12,7 @@ and the CPU backend do.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,6 @@ from chute.gpu.batches import gpu_batch
 from chute.gpu.runtime import require_gpu
 from chute.ops.geometry._resample import FILTERS, axis_weights
 from chute.ops.geometry.resize_kernels import _nearest_index, axis_filters, resize_plan
-from chute.ops.geometry.resize_ops import size_kwargs
 from chute.runtime.limits import check_output
 from chute.types import to_dtype
 
@@ -59,7 +59,9 @@ def _saturate(cupy: Any, values: Any, dtype: np.dtype) -> Any:
     return values.astype(dtype)
 
 
-def _resize_one(cupy: Any, image: Any, a: Any, out_dtype: np.dtype) -> Any:
+def _resize_one(
+    cupy: Any, image: Any, a: Any, out_dtype: np.dtype, size_kwargs: Callable[[Any], dict]
+) -> Any:
     squeeze = image.ndim == 2
     hwc = image[:, :, None] if squeeze else image
     in_h, in_w = int(hwc.shape[0]), int(hwc.shape[1])
@@ -92,8 +94,13 @@ def _resize_one(cupy: Any, image: Any, a: Any, out_dtype: np.dtype) -> Any:
     return out[:, :, 0] if squeeze else out
 
 
-def resize_any(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
-    """fn.resize on the GPU for a batch of any numeric type: one plan and two products per sample."""
+def resize_any(
+    op: Any, inputs: list, args: Any, ctx: Any, size_kwargs: Callable[[Any], dict]
+) -> Any:
+    """fn.resize on the GPU for a batch of any numeric type: one plan and two products per sample.
+
+    ``size_kwargs`` gives resize_plan's size arguments from a sample's arguments (the
+    operator's own rule, resize_ops.size_kwargs)."""
     cupy = require_gpu("fn.resize")
     (batch,) = inputs
     samples = batch.samples()
@@ -104,7 +111,7 @@ def resize_any(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
         for i, image in enumerate(samples):
             a = args.sample(i) if args.columns else first
             try:
-                outs.append(_resize_one(cupy, image, a, np.dtype(out_dtype)))
+                outs.append(_resize_one(cupy, image, a, np.dtype(out_dtype), size_kwargs))
             except ValueError as exc:
                 raise ValueError(f"sample {i}: {exc}") from None
     return gpu_batch(outs, batch.layout() or ("HWC" if outs and outs[0].ndim == 3 else "HW"), ctx)

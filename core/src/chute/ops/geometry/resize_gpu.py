@@ -63,7 +63,7 @@ def resize(op: Any, inputs: list, args: Any, ctx: Any) -> Any:
     if np.dtype(batch.dtype) != np.uint8:  # the batched resampler reads uint8 only
         from chute.ops.geometry.resize_any_gpu import resize_any
 
-        return resize_any(op, inputs, args, ctx)
+        return resize_any(op, inputs, args, ctx, size_kwargs)
     dense = dense_array(batch)
     samples = dense if dense is not None else raw_samples(batch)
     shapes = sample_shapes(batch)
