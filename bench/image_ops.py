@@ -160,7 +160,7 @@ def time_op(system: str, name: str, images: list[Any], args: argparse.Namespace)
     """Build the one-operator pipeline of ``name`` in ``system`` and time it (img/s)."""
     if system == "dali":
         from nvidia.dali import fn, pipeline_def, types
-    else:
+    else:  # chute, or chute's "before" tree
         from chute import fn, pipeline_def, types
 
     batch = args.batch
@@ -216,8 +216,10 @@ def run_group(system: str, names: list[str], args: argparse.Namespace) -> dict[s
     python = args.dali_python if system == "dali" else args.chute_python
     here = os.path.dirname(os.path.abspath(__file__))
     src = args.chute_src or os.path.join(os.path.dirname(here), "core", "src")
+    if system == "before":
+        src = args.before_src
     env = dict(os.environ)
-    if system == "chute":
+    if system in ("chute", "before"):
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [python, os.path.abspath(__file__), "--worker", system, "--ops", ",".join(names)]
     for k in ("batch", "threads", "iters", "warmup", "max_seconds"):
@@ -235,7 +237,9 @@ def summarize(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     table = {}
     for name, r in results.items():
         row: dict[str, Any] = {}
-        for system in ("chute", "dali"):
+        for system in ("chute", "dali", "before"):
+            if not r.get(system):
+                continue
             reps = [x["img_per_s"] for x in r[system] if "img_per_s" in x]
             errors = [x for x in r[system] if "error" in x]
             if reps:
@@ -253,14 +257,21 @@ def summarize(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             row["ratio_median"] = round(statistics.median(ratios), 2)
             row["ratio_min"] = round(min(ratios), 2)
             row["ratio_max"] = round(max(ratios), 2)
+        before = [
+            (b["img_per_s"], d["img_per_s"])
+            for b, d in zip(r.get("before", []), r["dali"])
+            if "img_per_s" in b and "img_per_s" in d
+        ]
+        if before:
+            row["before_ratio_median"] = round(statistics.median(b / d for b, d in before), 2)
         table[name] = row
     return table
 
 
 def markdown(table: dict[str, dict[str, Any]]) -> str:
     lines = [
-        "| operator | chute img/s | DALI img/s | chute/DALI median (min-max) |",
-        "|---|---|---|---|",
+        "| operator | chute img/s | DALI img/s | chute/DALI median (min-max) | before: img/s, ratio |",
+        "|---|---|---|---|---|",
     ]
     for name, row in table.items():
         c = f"{row['chute']:,.0f}" if "chute" in row else "error"
@@ -274,7 +285,12 @@ def markdown(table: dict[str, dict[str, Any]]) -> str:
             else "-"
         )
         mark = " *" if name in NOT_TUNED_HERE else ""
-        lines.append(f"| {name}{mark} | {c} | {d} | {ratio} |")
+        before = ""
+        if "before" in row:
+            before = f"{row['before']:,.0f}"
+            if "before_ratio_median" in row:
+                before += f", {row['before_ratio_median']:.2f}"
+        lines.append(f"| {name}{mark} | {c} | {d} | {ratio} | {before} |")
     return "\n".join(lines)
 
 
@@ -296,6 +312,8 @@ def main() -> None:
     ap.add_argument("--chute-python", default=sys.executable)
     ap.add_argument("--chute-src", help="chute's core/src to measure (default: this tree's)")
     ap.add_argument("--dali-python")
+    ap.add_argument("--before-src", help="another chute core/src, measured as 'before'")
+    ap.add_argument("--before-ops", help="operators to measure with --before-src too")
     ap.add_argument("--systems", default="chute,dali")
     ap.add_argument("--json")
     ap.add_argument("--markdown", action="store_true")
@@ -312,14 +330,23 @@ def main() -> None:
     if "dali" in systems and not args.dali_python:
         sys.exit("--dali-python is needed for the dali system (or --systems chute)")
     groups = [names[i : i + args.group] for i in range(0, len(names), args.group)]
-    results: dict[str, dict[str, list[Any]]] = {n: {"chute": [], "dali": []} for n in names}
+    before_ops = [n for n in (args.before_ops or "").split(",") if n]
+    if before_ops and not args.before_src:
+        sys.exit("--before-ops needs --before-src")
+    results: dict[str, dict[str, list[Any]]] = {
+        n: {"chute": [], "dali": [], **({"before": []} if n in before_ops else {})} for n in names
+    }
     t0 = time.time()
     for rnd in range(args.rounds):
         for gi, group in enumerate(groups):
             # alternate which system goes first, round by round and group by group
-            order = systems if (rnd + gi) % 2 == 0 else systems[::-1]
+            before = [n for n in group if n in before_ops]
+            order = systems + (["before"] if before else [])
+            order = order if (rnd + gi) % 2 == 0 else order[::-1]
             for system in order:
-                for name, res in run_group(system, group, args).items():
+                for name, res in run_group(
+                    system, before if system == "before" else group, args
+                ).items():
                     results[name][system].append(res)
         print(f"round {rnd + 1}/{args.rounds} done ({time.time() - t0:.0f} s)", file=sys.stderr)
     table = summarize(results)
