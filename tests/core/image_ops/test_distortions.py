@@ -177,3 +177,18 @@ def test_grid_mask_kernel_matches_full_grid_formula(dtype):
             np.testing.assert_array_equal(
                 grid_mask(img[..., 0], tile, ratio, angle, sx, sy), expected[..., 0]
             )
+
+
+def test_jpeg_distort_kernel_on_views_matches_bgr_round_trip():
+    # the channel swaps by cv2.cvtColor (and RGB decoding) against NumPy's reversal
+    from chute.ops.image.distortion_kernels import jpeg_distort
+
+    rng = np.random.default_rng(9)
+    base = rng.integers(0, 256, (37, 90, 3), dtype=np.uint8)
+    for image in (base, base[:, ::2], base[::-1]):
+        bgr = np.ascontiguousarray(image[..., ::-1])
+        _, encoded = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, 30])
+        expected = cv2.imdecode(encoded, cv2.IMREAD_COLOR)[..., ::-1]
+        got = jpeg_distort(image, 30)
+        assert got.shape == image.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, expected)
