@@ -35,9 +35,13 @@ _C, _S = 0.8660254, 0.5
 AFFINE = [_C, -_S, (1 - _C) * W / 2 + _S * H / 2, _S, _C, -_S * W / 2 + (1 - _C) * H / 2]
 SHARPEN = [[0.0, -1.0, 0.0], [-1.0, 5.0, -1.0], [0.0, -1.0, 0.0]]
 
-# Operators that another engineer is optimizing at the time of writing: reported, not tuned here.
-# name -> (group, builder(fn, types, images) -> output node)
-Op = Callable[[Any, Any, Any], Any]
+Op = Callable[[Any, Any, Any], Any]  # builder(fn, types, images) -> output node
+
+
+def _sharpen() -> Any:
+    import numpy as np
+
+    return np.array(SHARPEN, dtype=np.float32)
 
 
 def _ops() -> dict[str, Op]:
@@ -90,10 +94,11 @@ def _ops() -> dict[str, Op]:
             x, hue=30.0, saturation=1.2, brightness=1.1, contrast=0.9
         ),
         "gaussian_blur": lambda fn, t, x: fn.gaussian_blur(x, window_size=5, sigma=1.5),
+        # (DALI takes the kernel as a node or an array, not a nested list)
         "filter": lambda fn, t, x: (
-            fn.experimental.filter(x, SHARPEN)
+            fn.experimental.filter(x, _sharpen())
             if hasattr(fn, "experimental") and hasattr(fn.experimental, "filter")
-            else fn.filter(x, SHARPEN)
+            else fn.filter(x, _sharpen())
         ),
         "laplacian": lambda fn, t, x: fn.laplacian(x, window_size=3),
         "median_blur": lambda fn, t, x: fn.experimental.median_blur(x, window_size=5),
