@@ -108,6 +108,26 @@ def test_rgb_bgr_swap_is_exact() -> None:
     np.testing.assert_array_equal(color_space_conversion(x, "RGB", "RGB"), x)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(17, 29, 3), (1, 1, 3), (9, 1, 3), (2, 6, 5, 3), (0, 4, 3)])
+def test_swap_and_gray_whole_rows(dtype: type, shape: tuple[int, ...]) -> None:
+    # the OpenCV paths (whole rows) against NumPy, on views, 4-D and degenerate shapes
+    x = (RNG.random(shape) * 250).astype(dtype)
+    view = np.concatenate([x, x], axis=-2)[..., ::2, :]  # a non-contiguous input
+    for image in (x, view):
+        for src, dst in (("RGB", "BGR"), ("BGR", "RGB")):
+            got = color_space_conversion(image, src, dst)
+            assert got.dtype == image.dtype and got.flags.c_contiguous
+            np.testing.assert_array_equal(got, image[..., ::-1])
+    if dtype == np.uint8:
+        r, g, b = (x[..., i].astype(np.float64) for i in range(3))
+        ref = np.floor(0.299 * r + 0.587 * g + 0.114 * b + 0.5)
+        for src, image in (("RGB", x), ("BGR", x[..., ::-1])):
+            got = color_space_conversion(image, src, "GRAY")
+            assert got.shape == (*shape[:-1], 1)
+            assert np.abs(got[..., 0].astype(np.float64) - ref).max(initial=0) <= 1
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_hsv_matches_cv2(dtype: type) -> None:
     x = _rgb((23, 19, 3), dtype)

@@ -152,3 +152,43 @@ def test_equalize_lut_equals_opencv_on_random_histograms():
         img = rng.integers(0, rng.integers(1, 256) + 1, (1, size)).astype(np.uint8)
         hist = np.bincount(img.ravel(), minlength=256)
         np.testing.assert_array_equal(equalize_lut(hist)[img], cv2.equalizeHist(img))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+def test_grid_mask_kernel_matches_full_grid_formula(dtype):
+    # the row/column terms and the mask cache against the formula on full coordinate grids
+    from chute.ops.image.distortion_kernels import grid_mask
+
+    rng = np.random.default_rng(5)
+    img = (rng.random((61, 83, 3)) * 200 + 1).astype(dtype)
+    if dtype == np.float32:
+        img[0, 0, 0] = np.nan  # masked by both grids: 0 out, not NaN * 0
+    for tile, ratio, angle, sx, sy in [(16, 0.5, 0.3, 0.0, 0.0), (7, 0.25, -2.2, 3.5, -1.25)]:
+        y, x = np.mgrid[0:61, 0:83].astype(np.float64)
+        u = (x * np.cos(angle) + y * np.sin(angle) - sx) / tile
+        v = (-x * np.sin(angle) + y * np.cos(angle) - sy) / tile
+        masked = (u - np.floor(u) < ratio) & (v - np.floor(v) < ratio)
+        expected = np.where(masked[..., None], 0, img).astype(dtype)
+        assert expected[0, 0, 0] == 0 if masked[0, 0] else tile == 7
+        for _ in range(2):  # the second call reads the cached mask
+            out = grid_mask(img, tile, ratio, angle, sx, sy)
+            assert out.dtype == img.dtype and out.flags.writeable
+            np.testing.assert_array_equal(out, expected)
+            np.testing.assert_array_equal(
+                grid_mask(img[..., 0], tile, ratio, angle, sx, sy), expected[..., 0]
+            )
+
+
+def test_jpeg_distort_kernel_on_views_matches_bgr_round_trip():
+    # the channel swaps by cv2.cvtColor (and RGB decoding) against NumPy's reversal
+    from chute.ops.image.distortion_kernels import jpeg_distort
+
+    rng = np.random.default_rng(9)
+    base = rng.integers(0, 256, (37, 90, 3), dtype=np.uint8)
+    for image in (base, base[:, ::2], base[::-1]):
+        bgr = np.ascontiguousarray(image[..., ::-1])
+        _, encoded = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, 30])
+        expected = cv2.imdecode(encoded, cv2.IMREAD_COLOR)[..., ::-1]
+        got = jpeg_distort(image, 30)
+        assert got.shape == image.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, expected)

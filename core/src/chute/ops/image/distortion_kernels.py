@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import cv2
 import numpy as np
 
@@ -50,6 +52,9 @@ def equalize(image: np.ndarray) -> np.ndarray:
     return out
 
 
+_IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)  # OpenCV >= 4.11 decodes straight to RGB
+
+
 def jpeg_distort(image: np.ndarray, quality: int) -> np.ndarray:
     """Encode an RGB HWC uint8 image as JPEG at ``quality`` (clamped to 1..100), decode it."""
     image = np.asarray(image)
@@ -58,27 +63,67 @@ def jpeg_distort(image: np.ndarray, quality: int) -> np.ndarray:
     if image.shape[0] == 0 or image.shape[1] == 0:
         return image.copy()
     q = int(min(max(int(quality), 1), 100))
-    bgr = np.ascontiguousarray(image[..., ::-1])
+    # cv2.cvtColor's channel swap: the same bytes as [..., ::-1], ~40x faster than NumPy's copy
+    bgr = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2BGR)
     ok, encoded = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, q])
     if not ok:
         raise ValueError(f"JPEG encoding failed for an image of shape {image.shape}")
-    decoded = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
-    return np.ascontiguousarray(decoded[..., ::-1])
+    if _IMREAD_RGB is not None:
+        return cv2.imdecode(encoded, _IMREAD_RGB)
+    return cv2.cvtColor(cv2.imdecode(encoded, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
-def grid_mask_keep(
-    h: int, w: int, tile: int, ratio: float, angle: float, shift_x: float, shift_y: float
-) -> np.ndarray:
-    """(h, w) bool: True where grid_mask keeps the pixel."""
+_KEEP_CACHE: dict[tuple, np.ndarray] = {}
+_KEEP_CACHE_SIZE = 8
+_KEEP_CACHE_LOCK = threading.Lock()
+
+
+def _grid_keep(h: int, w: int, tile: int, ratio: float, angle: float, sx: float, sy: float):
     if tile < 1:
         raise ValueError(f"argument 'tile' must be at least 1, got {tile}")
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"argument 'ratio' must be in [0, 1], got {ratio}")
-    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    # u = (x cos a + y sin a - shift_x) / tile from a row and a column term: the same float64
+    # operations, in the same order, as on full coordinate grids
+    x = np.arange(w, dtype=np.float64)[None, :]
+    y = np.arange(h, dtype=np.float64)[:, None]
     ca, sa = np.cos(angle), np.sin(angle)
-    u = (x * ca + y * sa - shift_x) / tile
-    v = (-x * sa + y * ca - shift_y) / tile
-    return ~((u - np.floor(u) < ratio) & (v - np.floor(v) < ratio))
+    u = (x * ca + y * sa - sx) / tile
+    v = (-x * sa + y * ca - sy) / tile
+    u -= np.floor(u)
+    v -= np.floor(v)
+    return ~((u < ratio) & (v < ratio))
+
+
+def grid_mask_keep(
+    h: int,
+    w: int,
+    tile: int,
+    ratio: float,
+    angle: float,
+    shift_x: float,
+    shift_y: float,
+    channels: int = 0,
+) -> np.ndarray:
+    """(h, w) bool: True where grid_mask keeps the pixel; (h, w, channels) when channels > 0.
+
+    Read-only and cached per arguments (a pipeline's samples of one size share it).
+    """
+    key = (int(h), int(w), int(tile), float(ratio), float(angle), float(shift_x), float(shift_y))
+    key += (int(channels),)
+    keep = _KEEP_CACHE.get(key)
+    if keep is not None:
+        return keep
+    keep = _grid_keep(*key[:-1])
+    if channels > 0:
+        # whole-size operands: NumPy's broadcasting over a lone channel axis is ~100x slower
+        keep = np.repeat(keep[:, :, None], channels, axis=2)
+    keep.flags.writeable = False
+    with _KEEP_CACHE_LOCK:
+        if len(_KEEP_CACHE) >= _KEEP_CACHE_SIZE:
+            _KEEP_CACHE.pop(next(iter(_KEEP_CACHE)), None)
+        _KEEP_CACHE[key] = keep
+    return keep
 
 
 def grid_mask(
@@ -93,7 +138,8 @@ def grid_mask(
     image = np.asarray(image)
     if image.ndim not in (2, 3):
         raise ValueError(f"expected an HW or HWC image, got shape {image.shape}")
-    keep = grid_mask_keep(image.shape[0], image.shape[1], tile, ratio, angle, shift_x, shift_y)
-    if image.ndim == 3:
-        keep = keep[..., None]
-    return np.where(keep, image, np.zeros((), image.dtype))
+    channels = image.shape[2] if image.ndim == 3 else 0
+    keep = grid_mask_keep(*image.shape[:2], tile, ratio, angle, shift_x, shift_y, channels)
+    if image.dtype.kind in "uib":
+        return np.multiply(image, keep, dtype=image.dtype)  # x * 0 is 0 for integers
+    return np.where(keep, image, np.zeros((), image.dtype))  # (NaN * 0 is not)
