@@ -90,6 +90,7 @@ class PipelineArguments(TypedDict, total=False):
     experimental_exec_dynamic: bool
     on_error: str
     max_error_ratio: float
+    max_error_entries: int
     device_fallback: bool | None
     enable_conditionals: bool
     debug: bool
