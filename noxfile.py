@@ -7,11 +7,13 @@ session needs, pinned. `nox -s lock` regenerates them all with `uv pip compile` 
 inputs declared below (written to `constraints/<session>.in`) and core/pyproject.toml.
 `nox -s latest` runs the core tests against the newest releases instead.
 
-Environments are made by uv (fast, hard-linked from uv's shared cache), afresh on every run.
+Environments are made by uv, afresh on every run, and removed when the session ends
+(CHUTE_NOX_KEEP=1 keeps them and uv's cache: see KEEP below).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import shutil
@@ -33,6 +35,32 @@ FRAMEWORKS = {
 nox.options.sessions = ["lint", "core", "docs", "wheel", *FRAMEWORKS]
 nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
+
+# Disk: the four frameworks take 3.0 GB unpacked (tensorflow-cpu 1.25, paddle 0.70, torch
+# 0.69, jaxlib 0.34) and the core test packages ~1.7 GB; kept in uv's cache and in .nox, a
+# full `nox` needed 3.4 GB at its peak. Unless CHUTE_NOX_KEEP=1, uv installs without its
+# cache and every default session removes its environment when it ends: one session's
+# packages are on disk at a time (CONTRIBUTING.md has the numbers). CHUTE_NOX_KEEP=1 keeps
+# the cache and the environments, for quick reruns and for looking into a failed one.
+KEEP = os.environ.get("CHUTE_NOX_KEEP") == "1"
+if not KEEP:
+    os.environ.setdefault("UV_NO_CACHE", "1")
+
+
+def lean(func):
+    """Remove the session's environment when it ends (unless CHUTE_NOX_KEEP=1)."""
+
+    @functools.wraps(func)
+    def session_fn(session: nox.Session) -> None:
+        try:
+            func(session)
+        finally:
+            location = getattr(session.virtualenv, "location", None)
+            if not KEEP and location and pathlib.Path(location).is_dir():
+                shutil.rmtree(location, ignore_errors=True)
+
+    return session_fn
+
 
 # uv does not read pip's configuration: a wheel folder given to pip (here, torch's CPU
 # wheel) is given to uv too.
@@ -123,6 +151,7 @@ def lock(session: nox.Session) -> None:
 
 
 @nox.session
+@lean
 def lint(session: nox.Session) -> None:
     """ruff check and format check over the whole tree; core's layers (docs/architecture.md).
 
@@ -149,6 +178,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+@lean
 def core(session: nox.Session) -> None:
     """The engine's tests, with no deep-learning framework installed."""
     session.install("-c", _lock(session, "core"), "-e", "core", *TEST_DEPS)
@@ -216,6 +246,7 @@ def dali_parity(session: nox.Session) -> None:
 
 
 @nox.session
+@lean
 def docs(session: nox.Session) -> None:
     """The documentation: mkdocs build --strict, and every framework-free example it shows."""
     session.install("-c", _lock(session, "docs"), "-e", "core", *DOCS_DEPS)
@@ -232,6 +263,7 @@ def docs(session: nox.Session) -> None:
 
 
 @nox.session
+@lean
 def wheel(session: nox.Session) -> None:
     """Build every package's sdist and wheel; test chute + chute-torch installed from them."""
     session.install("-c", _lock(session, "wheel"), *WHEEL_DEPS)
@@ -276,39 +308,28 @@ def wheel(session: nox.Session) -> None:
 
 
 def _plugin_session(framework: str) -> None:
+    @lean
     def session_fn(session: nox.Session) -> None:
-        # The four frameworks take 3.0 GB unpacked (tensorflow-cpu 1.25, paddle 0.70, torch
-        # 0.69, jaxlib 0.34): kept in uv's cache and in four environments, a full `nox` left
-        # 4.2 GB. Unless CHUTE_NOX_KEEP=1, a plugin session installs without the cache and
-        # removes its environment when it ends, so a full run keeps ~1.2 GB and peaks below
-        # 3 GB (CONTRIBUTING.md); CHUTE_NOX_KEEP=1 keeps both, for quick reruns.
-        keep = os.environ.get("CHUTE_NOX_KEEP") == "1"
-        try:
-            session.install(
-                *(() if keep else ("--no-cache",)),
-                "-c",
-                _lock(session, framework),
-                *FRAMEWORKS[framework],
-                "-e",
-                "core",
-                "-e",
-                f"plugins/{framework}",
-                *PLUGIN_TEST_DEPS,
-            )
-            session.run(
-                "pytest",
-                "-q",
-                f"tests/plugins/{framework}",
-                "tests/plugins/conformance",
-                "tests/docs",
-                f"--framework={framework}",
-                *session.posargs,
-                env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
-            )
-        finally:
-            location = getattr(session.virtualenv, "location", None)
-            if not keep and location and pathlib.Path(location).is_dir():
-                shutil.rmtree(location, ignore_errors=True)
+        session.install(
+            "-c",
+            _lock(session, framework),
+            *FRAMEWORKS[framework],
+            "-e",
+            "core",
+            "-e",
+            f"plugins/{framework}",
+            *PLUGIN_TEST_DEPS,
+        )
+        session.run(
+            "pytest",
+            "-q",
+            f"tests/plugins/{framework}",
+            "tests/plugins/conformance",
+            "tests/docs",
+            f"--framework={framework}",
+            *session.posargs,
+            env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
+        )
 
     session_fn.__doc__ = (
         f"The {framework} plugin: its tests, the shared conformance suite, its doc examples."

@@ -66,17 +66,20 @@ def test_an_epoch_of_skips_leaves_no_memory_behind(files):
     tracemalloc.start()
     try:
         assert [_epoch(it) for _ in range(2)] == [GOOD, GOOD]  # warm-up: caches, pools
-        start = tracemalloc.get_traced_memory()[0]
-        epochs = 4
-        assert [_epoch(it) for _ in range(epochs)] == [GOOD] * epochs
-        per_epoch = (tracemalloc.get_traced_memory()[0] - start) / epochs
+        traced = []
+        for _ in range(8):
+            assert _epoch(it) == GOOD
+            traced.append(tracemalloc.get_traced_memory()[0])
     finally:
         tracemalloc.stop()
         gc.enable()
         p.close()
     # Before: every skip kept its batch's frames (decoded 96x128 images, the encoded
-    # files): ~8 x 100 KB an epoch. A prefetched batch more or less may be in flight.
-    assert per_epoch < 40_000, f"{per_epoch:.0f} bytes kept per epoch"
+    # files): ~1.2 MB an epoch. A prefetched batch more or less in flight when an epoch
+    # ends moves one reading by ~300 KB, so the growth is the slope of a line fitted
+    # through the eight readings, not the difference of two.
+    per_epoch = float(np.polyfit(np.arange(len(traced)), traced, 1)[0])
+    assert per_epoch < 150_000, f"{per_epoch:.0f} bytes kept per epoch: {traced}"
 
 
 def test_the_report_is_capped_and_counts_every_skip(files):
