@@ -25,7 +25,7 @@ from chute.gpu.typed_kernels import function, kind
 from chute.ops.geometry import remap_kernels
 from chute.ops.geometry._border import BORDER_MODES, fill_tuple
 from chute.ops.geometry.remap_ops import check_fill, maps_per_frame, resolve_matrix
-from chute.ops.image.filters_gpu import FrameImages, host_samples
+from chute.ops.image.frames_gpu import FrameImages, host_samples
 
 __all__ = [
     "SAMPLE_DTYPE",

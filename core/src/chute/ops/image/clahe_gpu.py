@@ -23,7 +23,7 @@ from chute.gpu.runtime import require_gpu
 from chute.ops.geometry.remap_gpu import frames_batch
 from chute.ops.image.clahe_kernels import BINS, clahe_tiles
 from chute.ops.image.clahe_ops import OP, check_clahe_args
-from chute.ops.image.filters_gpu import FrameImages
+from chute.ops.image.frames_gpu import FrameImages
 
 __all__ = [
     "LAB_DTYPE",

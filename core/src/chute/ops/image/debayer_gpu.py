@@ -20,7 +20,7 @@ from chute.gpu.runtime import require_gpu
 from chute.gpu.typed_kernels import function, kind
 from chute.ops.geometry.remap_gpu import frames_batch
 from chute.ops.image import debayer_kernels as dk
-from chute.ops.image.filters_gpu import FrameImages
+from chute.ops.image.frames_gpu import FrameImages
 
 __all__ = ["IMAGE_DTYPE", "debayer", "debayer_table"]
 

@@ -19,7 +19,7 @@ from chute.gpu.batches import gpu_batch
 from chute.gpu.geometry_kernels import batch_outputs, launch, output_offsets
 from chute.gpu.runtime import require_gpu
 from chute.ops.image.distortion_kernels import jpeg_distort
-from chute.ops.image.filters_gpu import SAMPLE_DTYPE, FrameImages, host_samples, sample_table
+from chute.ops.image.frames_gpu import SAMPLE_DTYPE, FrameImages, host_samples, sample_table
 
 __all__ = ["equalize_batch", "grid_mask_batch", "jpeg_distortion_batch", "lut_batch"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.gpu.batches import gpu_batch, raw_samples
+from chute.gpu.batches import gpu_batch
 from chute.gpu.geometry_kernels import batch_outputs, launch, output_offsets
 from chute.gpu.runtime import require_gpu
 from chute.ops.image.filters_kernels import (
@@ -24,17 +24,14 @@ from chute.ops.image.filters_kernels import (
     laplacian_kernel,
     laplacian_windows,
 )
+from chute.ops.image.frames_gpu import FrameImages, batch_layout, host_samples, sample_table
 
 __all__ = [
     "BORDER_CODES",
-    "FrameImages",
-    "SAMPLE_DTYPE",
     "filter_batch",
-    "host_samples",
     "laplacian_batch",
     "median_batch",
     "morphology_batch",
-    "sample_table",
 ]
 
 #: Border names -> codes of the kernels below (DALI's names and chute's aliases).
@@ -55,30 +52,6 @@ _KINDS = {
     np.dtype(np.float32): 5,
 }
 _MAX_MEDIAN = 225  # window area the median kernel sorts in registers (15 x 15)
-
-# Mirrors struct FSample below.
-SAMPLE_DTYPE = np.dtype(
-    {
-        "names": [
-            "in_ptr",
-            "in_row",
-            "out_off",
-            "k_off",
-            "h",
-            "w",
-            "out_h",
-            "out_w",
-            "kh",
-            "kw",
-            "ay",
-            "ax",
-            "fill",
-        ],
-        "formats": [np.uint64, np.int64, np.int64, np.int64] + [np.int32] * 8 + [np.float32],
-        "offsets": [0, 8, 16, 24, 32, 36, 40, 44, 48, 52, 56, 60, 64],
-        "itemsize": 72,
-    }
-)
 
 _SOURCE = r"""
 #if IN_KIND == 0
@@ -250,81 +223,6 @@ def _kind(dtype: Any, op: str) -> int:
         ) from None
 
 
-class FrameImages:
-    """A batch's images (frames of FHWC samples flattened) as the kernels read them."""
-
-    def __init__(self, batch: Any, op: str, layout: str | None = None) -> None:
-        """``layout``: the input's build-time layout (the node's ``ctx.state``), else the batch's."""
-        cupy = require_gpu(op)
-        self.keepalive: list = []
-        ptrs, rows, hw = [], [], []
-        self.frames: list[int] | None = None
-        self.channels, self.squeeze = 1, False
-        dtypes, ndims, chans = set(), set(), set()
-        frames = []
-        layout = layout or _batch_layout(batch)
-        if layout.endswith("CHW"):
-            raise ValueError(f"{op}: on the GPU samples must be channels-last, got {layout}")
-        seq = layout.startswith("F")
-        samples = list(batch) if isinstance(batch, (list, tuple)) else raw_samples(batch)
-        for i, a in enumerate(samples):
-            if not isinstance(a, cupy.ndarray):
-                a = cupy.asarray(a)
-            if a.ndim not in (2, 3, 4):
-                raise ValueError(f"{op}: sample {i}: expected HW, HWC or FHWC, got {a.shape}")
-            ndims.add(a.ndim)
-            a = cupy.ascontiguousarray(a)
-            self.keepalive.append(a)
-            dtypes.add(a.dtype)
-            images = list(a) if a.ndim == 4 or (seq and a.ndim == 3) else [a]
-            frames.append(len(images))
-            for img in images:
-                c = img.shape[2] if img.ndim == 3 else 1
-                chans.add(c)
-                ptrs.append(img.data.ptr)
-                rows.append(img.shape[1] * c)
-                hw.append(img.shape[:2])
-        if len(dtypes) > 1 or len(chans) > 1 or len(ndims) > 1:
-            raise ValueError(f"{op}: samples of a batch must share dtype, rank and channels")
-        self.dtype = np.dtype(dtypes.pop()) if dtypes else np.dtype(np.uint8)
-        self.channels = chans.pop() if chans else 1
-        self.squeeze = ndims == {2} or (seq and ndims == {3})
-        if ndims == {4} or (seq and ndims == {3}):
-            self.frames = frames
-        self.sample_frames = frames
-        self.ptrs = np.asarray(ptrs, np.uint64)
-        self.rows = np.asarray(rows, np.int64)
-        self.hw = np.asarray(hw, np.int64).reshape(-1, 2)
-
-    def per_image(self, values: list) -> list:
-        """Per-sample values repeated for each frame of the sample."""
-        return [v for v, f in zip(values, self.sample_frames) for _ in range(f)]
-
-
-def sample_table(
-    ptrs: np.ndarray,
-    rows: np.ndarray,
-    hw: np.ndarray,
-    out_hw: np.ndarray,
-    out_offsets: np.ndarray,
-    windows: np.ndarray,
-    anchors: np.ndarray,
-    k_offsets: Any = 0,
-    fill: Any = 0.0,
-) -> np.ndarray:
-    """The per-image SAMPLE_DTYPE table; ``windows``/``anchors`` are (n, 2) as (y, x)."""
-    n = len(hw)
-    table = np.zeros(n, SAMPLE_DTYPE)
-    table["in_ptr"], table["in_row"], table["out_off"] = ptrs, rows, out_offsets
-    table["k_off"] = k_offsets
-    table["h"], table["w"] = hw[:, 0], hw[:, 1]
-    table["out_h"], table["out_w"] = out_hw[:, 0], out_hw[:, 1]
-    table["kh"], table["kw"] = windows[:, 0], windows[:, 1]
-    table["ay"], table["ax"] = anchors[:, 0], anchors[:, 1]
-    table["fill"] = fill
-    return table
-
-
 def _run(
     name: str,
     images: FrameImages,
@@ -362,18 +260,6 @@ def _run(
             result.append(out[start : start + f * h * w * c].reshape(shape))
             row += f
     return gpu_batch(result, layout, ctx)
-
-
-def host_samples(batch: Any) -> list[np.ndarray]:
-    """A small input's samples (filters, fill values) in host memory.
-
-    The batch is a TensorList (CPU or GPU) or a plain list of samples: a CPU node's
-    output (host arrays) or a GPU source's (CuPy arrays).
-    """
-    if isinstance(batch, (list, tuple)):
-        return [np.asarray(s.get()) if hasattr(s, "get") else np.asarray(s) for s in batch]
-    host = batch.as_cpu() if hasattr(batch, "as_cpu") else batch
-    return [np.asarray(host.at(i)) for i in range(len(host))]
 
 
 def filter_batch(inputs: list, args: Any, ctx: Any) -> Any:
@@ -563,11 +449,6 @@ def morphology_batch(kind: str, inputs: list, args: Any, ctx: Any) -> Any:
     )
 
 
-def _batch_layout(batch: Any) -> str:
-    """The layout a batch carries ("" for a plain list of samples)."""
-    return (batch.layout() if callable(getattr(batch, "layout", None)) else "") or ""
-
-
 def _layout(batch: Any, ctx: Any) -> str:
     """The output layout: the input's (build-time, else the batch's), as the CPU ``infer``."""
-    return ctx.state or _batch_layout(batch)
+    return ctx.state or batch_layout(batch)
