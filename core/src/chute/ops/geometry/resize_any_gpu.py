@@ -20,13 +20,17 @@ import numpy as np
 from chute.gpu.batches import gpu_batch
 from chute.gpu.runtime import require_gpu
 from chute.ops.geometry._resample import FILTERS, axis_weights
-from chute.ops.geometry.resize_kernels import _nearest_index, axis_filters, resize_plan
+from chute.ops.geometry.resize_kernels import (
+    _FILTER_REACH,
+    _nearest_index,
+    axis_filters,
+    resize_plan,
+)
+from chute.ops.geometry.window_any_gpu import saturate
 from chute.runtime.limits import check_output
 from chute.types import to_dtype
 
 __all__ = ["axis_matrix", "resize_any"]
-
-_REACH = {"linear": 1.0, "cubic": 2.0, "lanczos3": 3.0, "gaussian": 1.0}
 
 
 def axis_matrix(
@@ -41,7 +45,7 @@ def axis_matrix(
     if filter_name not in FILTERS:
         raise ValueError(f"unknown resampling filter {filter_name!r}")
     scale = max(abs(hi - lo) / max(1, out_size), 1.0)
-    pad = math.ceil(_REACH.get(filter_name, 3.0) * scale + 2.0)
+    pad = math.ceil(_FILTER_REACH.get(filter_name, 3.0) * scale + 2.0)
     first, weights = axis_weights(
         in_size + 2 * pad, out_size, lo + pad, hi + pad, filter_name, antialias
     )
@@ -50,13 +54,6 @@ def axis_matrix(
     rows = np.broadcast_to(np.arange(out_size)[:, None], index.shape)
     np.add.at(dense, (rows, index), weights)
     return dense.astype(np.float32)
-
-
-def _saturate(cupy: Any, values: Any, dtype: np.dtype) -> Any:
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        values = cupy.clip(cupy.rint(values), info.min, info.max)
-    return values.astype(dtype)
 
 
 def _resize_one(
@@ -89,7 +86,7 @@ def _resize_one(
         tmp = cupy.asarray(wy) @ src.reshape(in_h, in_w * c)  # (out_h, in_w * c)
         tmp = tmp.reshape(plan.out_h, in_w, c).transpose(1, 0, 2).reshape(in_w, -1)
         res = (cupy.asarray(wx) @ tmp).reshape(plan.out_w, plan.out_h, c).transpose(1, 0, 2)
-        out = _saturate(cupy, res, out_dtype)
+        out = saturate(cupy, res, out_dtype)
     out = cupy.ascontiguousarray(out)
     return out[:, :, 0] if squeeze else out
 

@@ -17,7 +17,7 @@ import numpy as np
 from chute.gpu.runtime import require_gpu
 from chute.ops.geometry.crop_kernels import border_index
 
-__all__ = ["AnyImages", "describe_any", "kernel_reads", "window_any"]
+__all__ = ["AnyImages", "describe_any", "kernel_reads", "saturate", "window_any"]
 
 _KERNEL_IN = (np.dtype(np.uint8), np.dtype(np.float32))
 _KERNEL_OUT = (np.dtype(np.uint8), np.dtype(np.float16), np.dtype(np.float32))
@@ -56,7 +56,8 @@ def describe_any(batch: Any) -> AnyImages:
     return AnyImages(samples, shapes, dtype, squeeze)
 
 
-def _saturate(cupy: Any, values: Any, dtype: np.dtype) -> Any:
+def saturate(cupy: Any, values: Any, dtype: np.dtype) -> Any:
+    """``values`` in ``dtype``: floats rounded to nearest and clipped into an integer type."""
     if values.dtype == dtype:
         return values
     if dtype.kind in "iu" and values.dtype.kind == "f":
@@ -95,13 +96,13 @@ def window_any(
                 if r.size and q.size:
                     part = hwc[int(r[0]) : int(r[-1]) + 1, int(q[0]) : int(q[-1]) + 1]
                     rs, cs = np.flatnonzero(inside_r), np.flatnonzero(inside_c)
-                    res[int(rs[0]) : int(rs[-1]) + 1, int(cs[0]) : int(cs[-1]) + 1] = _saturate(
+                    res[int(rs[0]) : int(rs[-1]) + 1, int(cs[0]) : int(cs[-1]) + 1] = saturate(
                         cupy, part, dt
                     )
             else:
                 r = cupy.asarray(border_index(rows, h, border))
                 q = cupy.asarray(border_index(cols, w, border))
-                res = _saturate(cupy, hwc.take(r, axis=0).take(q, axis=1), dt)
+                res = saturate(cupy, hwc.take(r, axis=0).take(q, axis=1), dt)
             res = cupy.ascontiguousarray(res)
             out.append(res[:, :, 0] if images.squeeze else res)
     return out
