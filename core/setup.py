@@ -19,6 +19,7 @@ setup(
                 "csrc/crop_window.c",
                 "csrc/lut_planes.c",
                 "csrc/jpeg_check.c",
+                "csrc/parallel.c",
             ],
             depends=["csrc/native.h"],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3", "-std=c11"],

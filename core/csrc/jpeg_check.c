@@ -122,52 +122,13 @@ static const char *check_any(const unsigned char *p, Py_ssize_t n, int only_jpeg
 typedef struct {
     Py_buffer *views;
     const char **why;
-    Py_ssize_t start, stop;
     int only_jpeg;
 } check_job;
 
-static void *check_range(void *arg) {
+static void check_range(void *arg, Py_ssize_t start, Py_ssize_t stop) {
     check_job *job = arg;
-    for (Py_ssize_t k = job->start; k < job->stop; k++)
+    for (Py_ssize_t k = start; k < stop; k++)
         job->why[k] = check_any(job->views[k].buf, job->views[k].len, job->only_jpeg);
-    return NULL;
-}
-
-#ifndef _WIN32
-#include <pthread.h>
-#define MAX_CHECK_THREADS 16
-#endif
-
-/* Check views[0:count] on up to `threads` threads (this one included). */
-static void check_all(Py_buffer *views, const char **why, Py_ssize_t count, int only_jpeg,
-                      int threads) {
-    check_job jobs[16];
-#ifndef _WIN32
-    pthread_t ids[MAX_CHECK_THREADS];
-    int started[MAX_CHECK_THREADS] = {0};
-    if (threads > MAX_CHECK_THREADS) threads = MAX_CHECK_THREADS;
-#else
-    threads = 1;
-#endif
-    if (threads < 1 || count < 2 * threads) threads = 1;
-    Py_ssize_t per = (count + threads - 1) / threads;
-    for (int t = 0; t < threads; t++) {
-        Py_ssize_t start = t * per, stop = start + per < count ? start + per : count;
-        jobs[t] = (check_job){views, why, start, stop, only_jpeg};
-    }
-#ifndef _WIN32
-    for (int t = 1; t < threads; t++)
-        started[t] = pthread_create(&ids[t], NULL, check_range, &jobs[t]) == 0;
-    check_range(&jobs[0]);
-    for (int t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(ids[t], NULL);
-        else
-            check_range(&jobs[t]); /* no thread: do its share here */
-    }
-#else
-    check_range(&jobs[0]);
-#endif
 }
 
 PyObject *jpeg_check_batch(PyObject *self, PyObject *args) {
@@ -189,7 +150,8 @@ PyObject *jpeg_check_batch(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_C_CONTIGUOUS) < 0)
             goto done;
     Py_BEGIN_ALLOW_THREADS
-    check_all(views, why, count, only_jpeg, threads);
+    check_job job = {views, why, only_jpeg};
+    parallel_for(count, threads, 2, check_range, &job);
     Py_END_ALLOW_THREADS
     result = PyList_New(count);
     if (result == NULL) goto done;

@@ -26,6 +26,7 @@ PyObject *jpeg_bind(PyObject *self, PyObject *args) {
 PyObject *jpeg_header(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
 PyObject *jpeg_decode(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
 PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
+PyObject *jpeg_entropy_batch(PyObject *self, PyObject *args) { return jpeg_bind(self, args); }
 
 #else
 
@@ -37,7 +38,14 @@ PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) { return jpeg_bind(s
 /* turbojpeg.h, version 3 */
 typedef struct { int num, denom; } tj_scaling;
 typedef struct { int x, y, w, h; } tj_region;
-enum { TJINIT_DECOMPRESS = 1 };
+enum { TJINIT_DECOMPRESS = 1, TJINIT_TRANSFORM = 2 };
+enum { TJXOPT_NOOUTPUT = 16 };
+typedef struct {
+    tj_region r;
+    int op, options;
+    void *data;
+    void *custom_filter;
+} tj_transform;
 enum { TJPARAM_STOPONWARNING = 0, TJPARAM_SUBSAMP = 4, TJPARAM_JPEGWIDTH = 5,
        TJPARAM_JPEGHEIGHT = 6, TJPARAM_COLORSPACE = 8 };
 enum { TJPF_RGB = 0, TJPF_BGR = 1, TJPF_GRAY = 6 };
@@ -52,12 +60,15 @@ static struct {
     int (*cropping)(void *, tj_region);
     int (*decompress8)(void *, const unsigned char *, size_t, unsigned char *, int, int);
     char *(*error)(void *);
+    int (*transform)(void *, const unsigned char *, size_t, int, unsigned char **, size_t *,
+                     const tj_transform *);
 } tj;
 static int bound = 0;
 
 /* a thread's decompressor and scratch buffer, freed when the thread ends */
 typedef struct {
     void *handle;
+    void *transformer; /* jpeg_entropy_batch's */
     unsigned char *scratch;
     size_t capacity;
 } Local;
@@ -68,6 +79,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void local_free(void *p) {
     Local *local = p;
     if (local->handle) tj.destroy(local->handle);
+    if (local->transformer) tj.destroy(local->transformer);
     free(local->scratch);
     free(local);
 }
@@ -109,10 +121,11 @@ PyObject *jpeg_bind(PyObject *self, PyObject *args) {
     }
     const char *names[] = {"tj3Init", "tj3Destroy", "tj3Set", "tj3Get", "tj3DecompressHeader",
                            "tj3SetScalingFactor", "tj3SetCroppingRegion", "tj3Decompress8",
-                           "tj3GetErrorStr"};
+                           "tj3GetErrorStr", "tj3Transform"};
     void **slots[] = {(void **)&tj.init, (void **)&tj.destroy, (void **)&tj.set,
                       (void **)&tj.get, (void **)&tj.header, (void **)&tj.scaling,
-                      (void **)&tj.cropping, (void **)&tj.decompress8, (void **)&tj.error};
+                      (void **)&tj.cropping, (void **)&tj.decompress8, (void **)&tj.error,
+                      (void **)&tj.transform};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         *slots[i] = dlsym(lib, names[i]);
         if (!*slots[i]) {
@@ -325,6 +338,108 @@ done:
     PyMem_Free(tasks);
     PyMem_Free(messages);
     PyMem_Free(status);
+    return result;
+}
+
+/* ---- jpeg_entropy_batch: the entropy-coded data of whole JPEGs, decoded and dropped ----
+ *
+ * A lossless transform that writes nothing (TJXOPT_NOOUTPUT) makes libjpeg-turbo read every
+ * scan into DCT coefficients: the Huffman decoding of a full decode, without the inverse
+ * DCT, upsampling and colour conversion. With TJPARAM_STOPONWARNING its warnings (corrupt
+ * data, premature end of a scan, extraneous bytes) are errors, as in chute's CPU decode. */
+
+typedef struct {
+    Py_buffer *views;
+    char (*messages)[256];
+    int *status; /* 0 good, 1 refused (message set) */
+    long long max_pixels;
+} entropy_job;
+
+static void *thread_transformer(void) {
+    Local *local = thread_local_state();
+    if (!local) return NULL;
+    if (!local->transformer) {
+        local->transformer = tj.init(TJINIT_TRANSFORM);
+        if (local->transformer) tj.set(local->transformer, TJPARAM_STOPONWARNING, 1);
+    }
+    return local->transformer;
+}
+
+static int entropy_one(const unsigned char *p, size_t n, long long max_pixels, char *message,
+                       size_t size) {
+    void *h = thread_transformer();
+    if (!h) {
+        snprintf(message, size, "out of memory");
+        return 1;
+    }
+    int failed = tj.header(h, p, n) != 0;
+    if (!failed) {
+        long long pixels = (long long)tj.get(h, TJPARAM_JPEGHEIGHT) * tj.get(h, TJPARAM_JPEGWIDTH);
+        if (max_pixels > 0 && pixels > max_pixels) {
+            /* the coefficients of a bigger image are not allocated here */
+            snprintf(message, size, "the image has %lld pixels, over the limit of %lld", pixels,
+                     max_pixels);
+            return 1;
+        }
+        tj_transform nothing = {{0, 0, 0, 0}, 0, TJXOPT_NOOUTPUT, NULL, NULL};
+        unsigned char *dst = NULL;
+        size_t dst_size = 0;
+        failed = tj.transform(h, p, n, 1, &dst, &dst_size, &nothing) != 0;
+    }
+    if (!failed) return 0;
+    snprintf(message, size, "%s", tj.error(h));
+    /* a handle that failed mid-stream starts afresh */
+    Local *local = thread_local_state();
+    tj.destroy(local->transformer);
+    local->transformer = NULL;
+    return 1;
+}
+
+static void entropy_range(void *arg, Py_ssize_t start, Py_ssize_t stop) {
+    entropy_job *job = arg;
+    for (Py_ssize_t k = start; k < stop; k++)
+        job->status[k] = entropy_one(job->views[k].buf, (size_t)job->views[k].len,
+                                     job->max_pixels, job->messages[k], 256);
+}
+
+PyObject *jpeg_entropy_batch(PyObject *self, PyObject *args) {
+    PyObject *items;
+    long long max_pixels = 0;
+    int threads = 1;
+    if (!check_bound() || !PyArg_ParseTuple(args, "O|Li", &items, &max_pixels, &threads))
+        return NULL;
+    PyObject *seq = PySequence_Fast(items, "jpeg_entropy_batch takes a list of buffers");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), got = 0;
+    Py_buffer *views = PyMem_Calloc(n ? n : 1, sizeof(Py_buffer));
+    char (*messages)[256] = PyMem_Calloc(n ? n : 1, 256);
+    int *status = PyMem_Calloc(n ? n : 1, sizeof(int));
+    PyObject *result = NULL;
+    if (!views || !messages || !status) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++)
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got],
+                               PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+    entropy_job job = {views, messages, status, max_pixels};
+    Py_BEGIN_ALLOW_THREADS
+    parallel_for(n, threads, 1, entropy_range, &job);
+    Py_END_ALLOW_THREADS
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        PyObject *entry = status[i] == 0 ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(
+            messages[i], (Py_ssize_t)strlen(messages[i]), "replace");
+        if (!entry) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, i, entry);
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(messages);
+    PyMem_Free(status);
+    Py_DECREF(seq);
     return result;
 }
 

@@ -310,6 +310,11 @@ static PyMethodDef methods[] = {
      "jpeg_decode(*item) for each tuple of the list `items`, all in one call without the GIL.\n"
      "Returns None per decoded item, or the library's message (str) for data it could not\n"
      "decode; bad arguments raise before anything is decoded."},
+    {"jpeg_entropy_batch", jpeg_entropy_batch, METH_VARARGS,
+     "jpeg_entropy_batch(buffers, max_pixels=0, threads=1) -> list\n\n"
+     "Per JPEG: None where libjpeg-turbo reads all its entropy-coded data without an error or\n"
+     "warning, else its message (needs jpeg_bind). One call without the GIL, on `threads`\n"
+     "native threads; images over max_pixels (0: no limit) are refused unread."},
     {"jpeg_check_batch", jpeg_check_batch, METH_VARARGS,
      "jpeg_check_batch(buffers, only_jpeg=False, threads=1) -> list\n\n"
      "The structure of each JPEG in the list `buffers` (markers, segment lengths, scans up to\n"

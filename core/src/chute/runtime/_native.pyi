@@ -23,6 +23,9 @@ def jpeg_decode(
 def jpeg_decode_batch(
     items: Sequence[tuple[Buffer, Buffer, int, int, int, int]], /
 ) -> list[str | None]: ...
+def jpeg_entropy_batch(
+    buffers: Sequence[Buffer], max_pixels: int = ..., threads: int = ..., /
+) -> list[str | None]: ...
 def random_crop_window(
     height: int,
     width: int,

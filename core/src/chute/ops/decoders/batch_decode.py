@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from chute.ops.decoders import image_codec
+from chute.ops.decoders.image_headers import DecodeError
 from chute.runtime.errors import OperatorError, detached
 
 __all__ = ["SampleList", "run_batch"]
@@ -71,6 +72,9 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any, max_chunk: int) -> Sam
                 jobs.append((i, op.prepare(sample_inputs, args.sample(i), ctx, i, meta[i])))
             except Exception as exc:
                 fail(i, exc)
+        for k, reason in op.refuse_corrupt([job for _, job in jobs], ctx).items():
+            fail(jobs[k][0], DecodeError(reason))
+        jobs = [(i, job) for i, job in jobs if i not in out.failed]
         errors = image_codec.decode_jobs([job for _, job in jobs])
         for (i, job), error in zip(jobs, errors):
             try:

@@ -44,6 +44,19 @@ DECODE_ARGS = (
         "resize. No effect in debug mode, which runs operators one at a time.",
         per_sample=False,
     ),
+    Arg(
+        "check_entropy",
+        "bool",
+        None,
+        "JPEG, mixed and region decoders: decode each file's entropy-coded data on the CPU "
+        "(libjpeg-turbo, no pixels) before decoding it, and refuse a file with corrupt "
+        "data as the full CPU decoder does, instead of decoding it into damaged blocks (the "
+        "GPU) or decoding it only down to the window (a region). The same files are then "
+        "skipped on every device and for every crop window. Default (None): on under "
+        "on_error='skip' or 'warn', off under 'raise'. Costs about two thirds of a CPU "
+        "decode per JPEG, spread over the pipeline's threads without the GIL.",
+        per_sample=False,
+    ),
 )
 # DALI tuning knobs that have no meaning for chute's CPU decoder; accepted so
 # that DALI pipelines port unchanged.

@@ -24,6 +24,8 @@ from chute.graph.passes.hints import (
 )
 from chute.graph.spec import Spec
 from chute.ops.decoders import batch_decode, image_codec
+from chute.ops.decoders.entropy_check import check_entropy_enabled, corrupt_jpegs
+from chute.ops.decoders.image_headers import DecodeError
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.tuning import current as current_tuning
 from chute.types import to_dtype
@@ -58,6 +60,7 @@ class DecodeSettings:
 
     __slots__ = (
         "adjust_orientation",
+        "check_entropy",
         "decode_region",
         "downscale_to",
         "dtype",
@@ -71,6 +74,7 @@ class DecodeSettings:
         self.output_type = getattr(node.arg("output_type"), "value", node.arg("output_type"))
         self.dtype = to_dtype(node.arg("dtype"))
         self.adjust_orientation = bool(node.arg("adjust_orientation"))
+        self.check_entropy = node.arg("check_entropy")  # None: by on_error (entropy_check.py)
         # decode at a reduced DCT scale for the resize after (fusion_hints)
         scaled = hints.get(ScaledDecode)
         self.downscale_to = scaled.size if scaled is not None else None
@@ -158,6 +162,20 @@ class DecoderBase(Operator):
             settings.downscale_to,
         )
 
+    def refuse_corrupt(self, jobs: list[image_codec.DecodeJob], ctx: Any) -> dict[int, str]:
+        """{k: reason} for the region jobs among ``jobs`` whose JPEG data a full decode
+        refuses, where the node's check_entropy (or its on_error) asks for the check;
+        those jobs are dropped from decoding (``job.jpeg = None``)."""
+        on_error = getattr(ctx, "on_error", "raise")  # a SampleContext has none
+        if not check_entropy_enabled(self._settings(ctx).check_entropy, on_error):
+            return {}
+        parts = [k for k, job in enumerate(jobs) if image_codec.reads_part(job)]
+        faults = corrupt_jpegs([jobs[k].buf for k in parts])  # on this pool thread
+        out = {parts[j]: reason for j, reason in faults.items()}
+        for k in out:
+            jobs[k].jpeg = None
+        return out
+
     def finish(self, job: image_codec.DecodeJob, ctx: Any) -> np.ndarray:
         """The output of a prepared (and maybe decoded) sample."""
         image, numerator, window = image_codec.finish(job)
@@ -166,7 +184,11 @@ class DecoderBase(Operator):
         return ScaledRegion.of(image, window)
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        return self.finish(self.prepare(inputs, args, ctx, ctx.idx_in_batch, ctx.meta), ctx)
+        job = self.prepare(inputs, args, ctx, ctx.idx_in_batch, ctx.meta)
+        refused = self.refuse_corrupt([job], ctx)
+        if refused:
+            raise DecodeError(refused[0])
+        return self.finish(job, ctx)
 
     def run_batch(self, inputs: list, args: Any, ctx: Any) -> list:
         # on the CPU the executor runs the decoders batch-wise (see fuse, batch_decode.py)

@@ -217,6 +217,12 @@ class DecodeJob:
     jpeg: tuple | None = None  # (height, width, pixel format, header) while still to decode
 
 
+def reads_part(job: DecodeJob) -> bool:
+    """Whether a JPEG job still to decode reads less than its whole image (a region: the
+    entropy-coded data below it is never read)."""
+    return job.jpeg is not None and tuple(job.plan.source_rect) != (0, 0, *job.jpeg[:2])
+
+
 def prepare(
     data: EncodedImage,
     output_type: Any = "RGB",

@@ -13,6 +13,8 @@ samples a batch, per-sample Python is what bounds the GPU path.
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ import numpy as np
 from chute.gpu.batches import decoded_images
 from chute.gpu.batches import decoders as _decoders
 from chute.ops.decoders import image_codec
+from chute.ops.decoders.entropy_check import check_entropy_enabled, corrupt_jpegs
 from chute.ops.decoders.image_codec import MAX_IMAGE_PIXELS
 from chute.ops.decoders.image_headers import DecodeError, check_pixels
 from chute.ops.decoders.jpeg_structure import structure_errors
@@ -57,6 +60,8 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
     with _decoders.use(ctx.device_id, args["hw_decoder_load"], tuning) as decoder:
         parsed = decoder.parse(encoded)
         refused.update(refuse_sizes(parsed.shapes, parsed.streams.handles, refused))
+        # the entropy check runs beside the GPU decode; its refusals join the failures after
+        corrupt = refuse_corrupt(encoded, refused, args["check_entropy"], ctx)
         shapes = parsed.shapes.copy()
         shapes[list(refused)] = 0  # no window is drawn for a refused sample
         rois, bad = windows(shapes) if windows is not None else (None, {})
@@ -79,6 +84,9 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
             cpu_decode=_cpu_decode,
         )
     failed = {i: err for i, err in enumerate(result.errors) if err is not None}
+    if corrupt is not None:
+        failed.update({i: why for i, why in corrupt.result().items() if i not in failed})
+        failed = dict(sorted(failed.items()))
     if failed and ctx.on_error == "raise":
         i, err = next(iter(failed.items()))
         path = (ctx.meta[i] or {}).get("source_info") if i < len(ctx.meta) else None
@@ -111,6 +119,35 @@ def refuse_before_parse(encoded: list) -> dict[int, str]:
         for i, fault in enumerate(faults)
         if fault is not None
     }
+
+
+def refuse_corrupt(
+    encoded: list, refused: dict[int, str], check: bool | None, ctx: Any
+) -> Future | None:
+    """The JPEGs whose entropy-coded data the CPU decoder refuses, where the check is on
+    (chute.ops.decoders.entropy_check): a future of {i: the CPU decoder's reason}, or None.
+
+    Started after the size check (a refused sample's coefficients are never allocated)
+    and run beside the GPU decode, on the pipeline's thread count of native threads
+    without the GIL; the GPU would decode these files into damaged blocks without an
+    error, so they fail afterwards.
+    """
+    if not check_entropy_enabled(check, ctx.on_error):
+        return None
+    todo = [i for i in range(len(encoded)) if i not in refused]
+    threads = getattr(ctx.pool, "num_threads", 1) or 1
+
+    def check_todo() -> dict[int, str]:
+        faults = corrupt_jpegs([encoded[i] for i in todo], threads)
+        return {todo[j]: reason for j, reason in faults.items()}
+
+    return _checker().submit(check_todo)
+
+
+@functools.cache
+def _checker() -> ThreadPoolExecutor:
+    """The thread that starts the entropy checks (their work runs on native threads)."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="chute-entropy")
 
 
 def refuse_sizes(shapes: Any, handles: Any, refused: dict[int, str]) -> dict[int, str]:
