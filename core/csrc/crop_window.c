@@ -89,6 +89,41 @@ static int64_t bounded(Stream *s, uint64_t span) {
 /* Python's round() of a double to an integer: half to even (the default rounding mode) */
 static long long round_even(double v) { return (long long)nearbyint(v); }
 
+/* philox_blocks(key, counter, blocks, out): the first 4 * blocks words of each row's
+ * stream, as NumPy's Philox gives them (the counter moves on, with carry, before each
+ * block). key (n, 2), counter (n, 4) and out (n, 4 * blocks): C-contiguous uint64. */
+PyObject *philox_blocks(PyObject *self, PyObject *args) {
+    Py_buffer key, counter, out;
+    int blocks;
+    if (!PyArg_ParseTuple(args, "y*y*iw*", &key, &counter, &blocks, &out)) return NULL;
+    Py_ssize_t n = key.len / 16;
+    PyObject *result = NULL;
+    if (blocks < 0 || key.len != n * 16 || counter.len != n * 32 ||
+        out.len != n * 32 * (Py_ssize_t)blocks) {
+        PyErr_SetString(PyExc_ValueError, "philox_blocks: key (n, 2), counter (n, 4) and out "
+                                          "(n, 4 * blocks) uint64 buffers");
+        goto done;
+    }
+    const uint64_t *k = key.buf, *c = counter.buf;
+    uint64_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t ctr[4] = {c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]};
+        for (int b = 0; b < blocks; b++) {
+            for (int w = 0; w < 4; w++)
+                if (++ctr[w] != 0) break;
+            philox_block(ctr, &k[2 * i], &o[(size_t)i * 4 * blocks + 4 * (size_t)b]);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&counter);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 PyObject *random_crop_window(PyObject *self, PyObject *args) {
     long long height, width;
     double area_lo, area_hi, ratio_lo, ratio_hi;

@@ -323,6 +323,10 @@ static PyMethodDef methods[] = {
      "start as a JPEG pass and empty ones are refused. threads > 1 splits the list over\n"
      "that many native threads (POSIX; this one included)."},
 #ifdef __SIZEOF_INT128__
+    {"philox_blocks", philox_blocks, METH_VARARGS,
+     "philox_blocks(key, counter, blocks, out)\n\n"
+     "The first 4 * blocks words of each row's Philox4x64-10 stream into out, as NumPy's\n"
+     "Philox draws them; key (n, 2), counter (n, 4), out (n, 4 * blocks), uint64."},
     {"random_crop_window", random_crop_window, METH_VARARGS,
      "random_crop_window(height, width, area_lo, area_hi, ratio_lo, ratio_hi, num_attempts,\n"
      "                   k0, k1, c0, c1, c2, c3) -> (y0, x0, crop_h, crop_w) or None\n\n"

@@ -20,6 +20,7 @@ PyObject *jpeg_entropy_batch(PyObject *self, PyObject *args);
 
 /* crop_window.c */
 PyObject *random_crop_window(PyObject *self, PyObject *args);
+PyObject *philox_blocks(PyObject *self, PyObject *args);
 
 /* lut_planes.c */
 PyObject *lut_u8(PyObject *self, PyObject *args);

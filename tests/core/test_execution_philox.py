@@ -38,6 +38,24 @@ def test_stream_words_are_numpys_philox_words(keyed):
         assert words[i].tolist() == [int(g.bit_generator.random_raw()) for _ in range(12)]
 
 
+def test_compiled_and_numpy_philox_agree_with_mixed_metas_and_counter_carry(monkeypatch):
+    """The compiled kernel (runtime.native.philox_blocks) and the NumPy rounds give the
+    same words, for keyed and unkeyed samples in one batch and for counters whose low
+    words carry over."""
+    if philox.native.philox_blocks is None:
+        pytest.skip("chute's compiled module is not built here")
+    rng = np.random.default_rng(5)
+    metas = _metas(rng, 8, True) + [{}, None, {"batch_index": 3}]
+    key, ctr = philox.sample_counters(77, 3, 2, 5, metas)
+    ctr[0, 0] = ctr[1, :2] = np.uint64(2**64 - 1)  # the next block carries
+    compiled = philox.stream_words(key, ctr, 4)
+    monkeypatch.setattr(philox.native, "philox_blocks", None)
+    assert np.array_equal(compiled, philox.stream_words(key, ctr, 4))
+    for i in (0, 1):
+        g = np.random.Generator(np.random.Philox(key=key[i], counter=ctr[i]))
+        assert compiled[i].tolist() == [int(g.bit_generator.random_raw()) for _ in range(16)]
+
+
 @pytest.mark.parametrize("attempts", [1, 3, 10, 100])
 def test_batch_crop_windows_equal_random_crop_window(attempts):
     rng = np.random.default_rng(attempts)

@@ -26,6 +26,7 @@ def jpeg_decode_batch(
 def jpeg_entropy_batch(
     buffers: Sequence[Buffer], max_pixels: int = ..., threads: int = ..., /
 ) -> list[str | None]: ...
+def philox_blocks(key: Buffer, counter: Buffer, blocks: int, out: Buffer, /) -> None: ...
 def random_crop_window(
     height: int,
     width: int,

@@ -22,19 +22,26 @@ __all__ = [
     "jpeg_check_batch",
     "jpeg_module",
     "lut_u8",
+    "philox_blocks",
     "random_crop_window",
     "read_files",
     "resample_u8",
 ]
 
 
+_OFF = set(os.environ.get("CHUTE_NATIVE_OFF", "").replace(" ", "").split(","))
+
+
 def _kernel(name: str) -> Any:
-    return getattr(_module, name, None)
+    """The compiled function ``name``, or None (also where ``CHUTE_NATIVE_OFF`` lists it:
+    comma-separated names, for A/B measurements of a kernel against its Python path)."""
+    return None if name in _OFF else getattr(_module, name, None)
 
 
 available: bool = _module is not None
 resample_u8 = _kernel("resample_u8")
 random_crop_window = _kernel("random_crop_window")
+philox_blocks = _kernel("philox_blocks")
 lut_u8 = _kernel("lut_u8")
 read_files = _kernel("read_files")
 jpeg_check_batch = _kernel("jpeg_check_batch")

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.runtime import native
 from chute.runtime.context import sample_key
 
 __all__ = [
@@ -79,7 +80,20 @@ def sample_counters(
     """The (key, counter) of each sample's generator, as context.sample_generator keys them."""
     n = len(metas)
     key = np.empty((n, 2), np.uint64)
+    key[:, 0], key[:, 1] = seed & _MASK64, node_id & _MASK64
     ctr = np.zeros((n, 4), np.uint64)
+    keyed = [m.get("sample_key") if m else None for m in metas]
+    if n and all(k is not None for k in keyed):
+        # every sample keyed by its reader (the common case): context.sample_position's
+        # rule for the whole batch at once, (1 << 63 | epoch, iteration 0, dataset index)
+        ctr[:, 1] = [index & _MASK64 for index, _ in keyed]
+        ctr[:, 3] = [((1 << 63) | e) & _MASK64 for _, e in keyed]
+        return key, ctr
+    if not any(keyed) and not any(m and "batch_index" in m for m in metas):
+        # no sample keyed: by place in the batch, (epoch, iteration, index in the batch)
+        ctr[:, 1] = np.arange(n, dtype=np.uint64)
+        ctr[:, 2], ctr[:, 3] = iteration & _MASK64, epoch & _MASK64
+        return key, ctr
     for i, meta in enumerate(metas):
         key[i], ctr[i] = sample_key(seed, node_id, epoch, iteration, i, meta)
     return key, ctr
@@ -91,6 +105,12 @@ def stream_words(key: np.ndarray, ctr: np.ndarray, blocks: int) -> np.ndarray:
     NumPy's Philox increments the counter (with carry) before each block of four.
     """
     n = len(ctr)
+    if native.philox_blocks is not None:  # chute's compiled module: the same words
+        out = np.empty((n, 4 * blocks), np.uint64)
+        native.philox_blocks(
+            np.ascontiguousarray(key, np.uint64), np.ascontiguousarray(ctr, np.uint64), blocks, out
+        )
+        return out
     counters = np.repeat(ctr, blocks, axis=0)
     keys = np.repeat(key, blocks, axis=0)
     step = np.tile(np.arange(1, blocks + 1, dtype=np.uint64), n)

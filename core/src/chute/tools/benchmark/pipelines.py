@@ -31,12 +31,14 @@ def train_pipeline(
     device_id: int = 0,
     shard_id: int = 0,
     num_shards: int = 1,
+    decoder_args: dict[str, Any] | None = None,
     **kw: Any,
 ) -> Any:
     """readers.file -> image_random_crop -> resize 224 -> crop_mirror_normalize (fp16 CHW, random flip).
 
     ``device_id`` is the GPU of a ``device="gpu"`` pipeline; ``shard_id`` /
-    ``num_shards`` give the reader its shard (one pipeline per GPU or rank).
+    ``num_shards`` give the reader its shard (one pipeline per GPU or rank);
+    ``decoder_args`` go to the decoder, ``kw`` to the pipeline.
     """
     from chute import fn, pipeline_def, types
 
@@ -64,6 +66,7 @@ def train_pipeline(
             random_area=[0.08, 1.0],
             random_aspect_ratio=[0.75, 4 / 3],
             num_attempts=100,
+            **(decoder_args or {}),
         )
         images = fn.resize(images, resize_x=224, resize_y=224)
         return imagenet_input(fn, types, images, fn.random.coin_flip()), labels

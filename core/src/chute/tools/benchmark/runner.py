@@ -59,14 +59,20 @@ def time_system(gen: Any, batch: int, warmup: int, iters: int, reps: int) -> dic
     for _ in range(warmup):
         x = next(gen)
     _sync(x)
-    rates = []
+    rates, cpu = [], []
     for _ in range(reps):
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         for _ in range(iters):
             x = next(gen)
         _sync(x)
         rates.append(batch * iters / (time.perf_counter() - start))
-    return {"img_per_s": round(statistics.median(rates), 1), "reps": [round(r, 1) for r in rates]}
+        # every thread of this process (the loader's workers included), timed loop only
+        cpu.append(1000 * (time.process_time() - cpu0) / (batch * iters))
+    return {
+        "img_per_s": round(statistics.median(rates), 1),
+        "reps": [round(r, 1) for r in rates],
+        "cpu_ms_per_img": round(statistics.median(cpu), 4),
+    }
 
 
 def _run_rep(
@@ -87,6 +93,7 @@ def _run_rep(
         gen = SYSTEMS[name](preset, data, batch, threads, device)
         rep = time_system(gen, batch, warmup, iters, 1)
         r.setdefault("reps", []).extend(rep["reps"])
+        r.setdefault("cpu_ms_per_img", []).append(rep["cpu_ms_per_img"])
         r.setdefault("rss_mb_added", round(_rss_mb() - rss0, 1))
         gpu1 = _gpu_used_mb()
         if gpu0 is not None and gpu1 is not None:
@@ -166,6 +173,7 @@ def run_benchmark(
         r = results[name]
         if "reps" in r:
             results[name] = r = {"img_per_s": round(statistics.median(r["reps"]), 1), **r}
+            r["cpu_ms_per_img"] = round(statistics.median(r["cpu_ms_per_img"]), 4)
         print(_row(name, r), flush=True)
     record = {
         "date": datetime.date.today().isoformat(),
