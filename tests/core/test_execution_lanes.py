@@ -163,11 +163,12 @@ def test_pipeline_reset_with_lanes_loses_no_prefetched_batch(lanes, files):
     p.close()
 
 
-def _plan(*steps, sources=("cpu",)):
+def _plan(*steps, sources=("cpu",), fed=False):
     nodes = [n for s in steps for n in s.nodes]
+    source_op = SimpleNamespace(feedable=fed)  # fed: an external_source the user feeds
     return SimpleNamespace(
         uses_gpu=any(n.device != "cpu" for n in nodes),
-        sources=[SimpleNamespace(device=d) for d in sources],
+        sources=[SimpleNamespace(device=d, op=source_op, arg=lambda name: None) for d in sources],
         steps=list(steps),
         nodes=nodes,
     )
@@ -216,9 +217,14 @@ def _check_lane_counts(gpu_lanes: int, cpu_lanes: int) -> None:
     assert lanes_module.lane_count(_plan(*train[2:]), pipe) == 1  # no GPU decoding
     assert lanes_module.lane_count(_plan(*train, _step("python_function", "gpu")), pipe) == 1
     assert lanes_module.lane_count(_plan(*train, sources=("gpu",)), pipe) == 1
-    assert lanes_module.lane_count(_plan(*train, _step("flip", "gpu", on_error="skip")), pipe) == 1
+    # skipping: lanes while a reader is behind (refill.py fills every failed place in
+    # reader order), one lane where the user feeds the source (the padding reaches them)
+    flip_skips = _step("flip", "gpu", on_error="skip")
+    assert lanes_module.lane_count(_plan(*train, flip_skips), pipe) == gpu_lanes
+    assert lanes_module.lane_count(_plan(*train, flip_skips, fed=True), pipe) == 1
     skip = SimpleNamespace(exec_pipelined=True, on_error="skip", num_threads=4)
-    assert lanes_module.lane_count(_plan(*train), skip) == 1
+    assert lanes_module.lane_count(_plan(*train), skip) == gpu_lanes
+    assert lanes_module.lane_count(_plan(*train, fed=True), skip) == 1
     serial = SimpleNamespace(exec_pipelined=False, on_error="raise", num_threads=4)
     assert lanes_module.lane_count(_plan(*train), serial) == 1
     cpu = [
@@ -233,7 +239,8 @@ def _check_lane_counts(gpu_lanes: int, cpu_lanes: int) -> None:
     assert lanes_module.lane_count(_plan(cpu[0]), pipe) == cpu_lanes
     one_thread = SimpleNamespace(exec_pipelined=True, on_error="raise", num_threads=1)
     assert lanes_module.lane_count(_plan(*cpu_train), one_thread) == 1
-    assert lanes_module.lane_count(_plan(*cpu_train), skip) == 1
+    assert lanes_module.lane_count(_plan(*cpu_train), skip) == cpu_lanes
+    assert lanes_module.lane_count(_plan(*cpu_train, fed=True), skip) == 1
 
 
 def test_cpu_pipelines_run_two_lanes_and_give_the_batches_of_one():

@@ -170,3 +170,32 @@ def test_a_fed_source_is_not_drawn_from(tmp_path):
     assert [m.get("real", True) for m in p.last_batch_meta()] == [True, True, True, False]
     assert [e["reason"] for e in p.errors()] == ["ValueError: two"]
     p.close()
+
+
+def test_lanes_deliver_what_one_lane_delivers(tmp_path):
+    """Under skip a pipeline computes two batches at once (lanes) and still delivers, batch
+    by batch, the same samples, pixels and padding as one lane, every epoch."""
+    from chute.runtime import tuning
+
+    files = make_files(tmp_path)
+
+    def epochs(cpu_lanes: int) -> list:
+        with tuning.use(tuning.Tuning(cpu_lanes=cpu_lanes)):
+            p = make_pipe(files)
+            it = Iterator(
+                p, ["image", "path"], reader_name="R", last_batch_policy=LastBatchPolicy.FILL
+            )
+            assert p._executor.lanes == cpu_lanes
+            out = []
+            for _ in range(3):
+                for (b,) in it:
+                    images = [
+                        np.asarray(b["image"].at(k)).tobytes() for k in range(len(b["image"]))
+                    ]
+                    paths = [str(b["path"].at(k)) for k in range(len(b["image"]))]
+                    out.append((b.real, paths, images))
+                it.reset()
+            p.close()
+        return out
+
+    assert epochs(2) == epochs(1)

@@ -49,9 +49,12 @@ def set_current_lane(index: int) -> None:
 def lane_count(plan: Any, pipeline: Any) -> int:
     """How many batches the compute stage may hold at once for this plan.
 
-    One, unless the pipeline runs pipelined, reads only host sources, stops on errors
-    (skip/warn pad an all-bad batch with the previous batch's sample, an order that
-    lanes would blur) and every batch-level step is safe to run for two batches at once:
+    One, unless the pipeline runs pipelined, reads only host sources, stops on errors or
+    skips them with a reader behind (skip/warn pad a failed place with another batch's
+    sample, which lanes would pick by timing; the padding reaches the user only where
+    the user feeds the source, since refill.py otherwise fills every place, in reader
+    order, with later good samples) and every batch-level step is safe to run for two
+    batches at once:
     its operator is ``lane_safe``, or it is a per-sample CPU operator run batch-wise
     (``cpu_batch_wise``; a user's python_function may keep state between calls and must
     see batches one at a time, in order). Then GPU plans that decode on the GPU (a
@@ -63,9 +66,11 @@ def lane_count(plan: Any, pipeline: Any) -> int:
         return 1
     if any(n.device != "cpu" for n in plan.sources):
         return 1
-    if pipeline.on_error != "raise" or any(
+    skipping = pipeline.on_error != "raise" or any(
         n.args.get("on_error") not in (None, "raise") for n in plan.nodes
-    ):
+    )
+    fed = any(getattr(n.op, "feedable", False) and n.arg("source") is None for n in plan.sources)
+    if skipping and fed:
         return 1
     batch_nodes = [s.nodes[0] for s in plan.steps if s.kind != "segment"]
     if not all(n.op.lane_safe or runs_batch_wise(n) for n in batch_nodes):
