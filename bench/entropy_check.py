@@ -18,6 +18,7 @@ import json
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,7 @@ def main() -> None:
     p.add_argument("--json", default=None)
     a = p.parse_args()
     files = sorted(glob.glob(os.path.join(a.data, "**", "*.jpg"), recursive=True))[: a.files]
-    data = [open(f, "rb").read() for f in files]
+    data = [Path(f).read_bytes() for f in files]
     record: dict[str, Any] = {"args": vars(a), "nproc": os.cpu_count()}
     record["per_image_ms"] = per_image_ms(data, a.threads)
     record["mean_kb"] = round(sum(map(len, data)) / len(data) / 1e3, 1)

@@ -45,7 +45,7 @@ def test_compiled_and_numpy_philox_agree_with_mixed_metas_and_counter_carry(monk
     if philox.native.philox_blocks is None:
         pytest.skip("chute's compiled module is not built here")
     rng = np.random.default_rng(5)
-    metas = _metas(rng, 8, True) + [{}, None, {"batch_index": 3}]
+    metas = [*_metas(rng, 8, True), {}, None, {"batch_index": 3}]
     key, ctr = philox.sample_counters(77, 3, 2, 5, metas)
     ctr[0, 0] = ctr[1, :2] = np.uint64(2**64 - 1)  # the next block carries
     compiled = philox.stream_words(key, ctr, 4)
