@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing (atheris) of the image header parsers and the CPU decoders.
+"""Coverage-guided fuzzing (atheris) of the image header parsers, the JPEG checks and the CPU decoders.
 
 Run by ``nox -s atheris`` (time-boxed: ``-max_total_time``); the fuzz corpus's seeds start
 it. Any input must give a result or a ``ValueError`` (DecodeError is one); another
@@ -19,13 +19,19 @@ import atheris
 with atheris.instrument_imports():
     import numpy as np
 
-    from chute.ops.decoders import image_headers, jpeg_structure
+    from chute.ops.decoders import image_headers, jpeg_structure, turbo
     from chute.ops.decoders.image_codec import decode, decode_scaled, peek_shape
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fuzz_corpus import seed_images
 
 MAX_PIXELS = 1 << 22  # 4 megapixels: a fuzzed header may not make the run allocate more
+
+
+def _entropy(data: bytes) -> list:
+    """The entropy check (check_entropy) of the compiled module or the ctypes binding."""
+    decoder = turbo.load()
+    return [] if decoder is None else decoder.entropy_errors([data], MAX_PIXELS, 1)
 
 
 def one_input(data: bytes) -> None:
@@ -36,6 +42,8 @@ def one_input(data: bytes) -> None:
         lambda: image_headers.detect_format(data),
         lambda: peek_shape(data),
         lambda: jpeg_structure.structure_error(data),
+        lambda: jpeg_structure.structure_errors([data], True, 1),  # compiled where built
+        lambda: _entropy(data),
         lambda: decode(data, max_pixels=MAX_PIXELS),
         lambda: decode(data, output_type="GRAY", max_pixels=MAX_PIXELS),
         lambda: decode_scaled(data, (4, 4), max_pixels=MAX_PIXELS),
