@@ -94,3 +94,56 @@ def test_the_corpus_is_delivered_or_skipped_once_each(corpus):
         assert dtype == np.uint8, (path, dtype)
     reasons = [e["reason"] for e in errors]
     assert all(r and "decoders.image" in e["operator"] for r, e in zip(reasons, errors))
+
+
+MIXED = ("image", "image_crop", "image_slice", "image_random_crop")
+
+
+def _run_decoder(files: list[str], decoder: str, device: str) -> tuple[set, set]:
+    """(delivered, skipped) paths of one epoch of ``decoder`` on ``device`` under skip."""
+
+    @pipeline_def(
+        batch_size=16,
+        num_threads=2,
+        seed=0,
+        on_error="skip",
+        device_id=0 if device == "mixed" else None,
+        max_error_entries=len(files),
+    )
+    def pipe():
+        data, _ = fn.readers.file(files=files, name="R")
+        kw = {"device": device}
+        if decoder == "image":
+            image = fn.decoders.image(data, **kw)
+        elif decoder == "image_crop":
+            image = fn.decoders.image_crop(data, crop=(8, 8), **kw)
+        elif decoder == "image_slice":
+            image = fn.decoders.image_slice(
+                data, rel_start=(0.25, 0.25), rel_shape=(0.5, 0.5), **kw
+            )
+        else:
+            image = fn.decoders.image_random_crop(data, **kw)
+        return image, fn.get_property(data, key="source_info")
+
+    p = pipe()
+    it = Iterator(p, ["image", "path"], reader_name="R", last_batch_policy=LastBatchPolicy.PARTIAL)
+    delivered = [str(b["path"].at(k)) for (b,) in it for k in range(b.real)]
+    skipped = [e["path"] for e in p.errors()]
+    p.close()
+    assert len(delivered) == len(set(delivered)) and len(skipped) == len(set(skipped))
+    return set(delivered), set(skipped)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("decoder", MIXED)
+def test_mixed_decoders_skip_the_cpu_decoders_set_on_the_corpus(corpus, decoder):
+    """The corpus (every format; ``nox -s fuzz`` on the device: 2,100 mutants) through a
+    mixed decoder under skip: delivered + skipped = files, and the very files the same
+    decoder skips on the CPU (check_entropy makes corrupt scan data count alike)."""
+    gpu_kept, gpu_skipped = _run_decoder(corpus, decoder, "mixed")
+    assert gpu_kept | gpu_skipped == set(corpus) and not gpu_kept & gpu_skipped
+    cpu_kept, cpu_skipped = _run_decoder(corpus, decoder, "cpu")
+    assert gpu_skipped == cpu_skipped, (
+        sorted(gpu_skipped - cpu_skipped)[:10],
+        sorted(cpu_skipped - gpu_skipped)[:10],
+    )
