@@ -367,6 +367,7 @@ static void *thread_transformer(void) {
 
 static int entropy_one(const unsigned char *p, size_t n, long long max_pixels, char *message,
                        size_t size) {
+    if (n < 3 || p[0] != 0xFF || p[1] != 0xD8 || p[2] != 0xFF) return 0; /* not a JPEG */
     void *h = thread_transformer();
     if (!h) {
         snprintf(message, size, "out of memory");

@@ -40,15 +40,14 @@ def corrupt_jpegs(buffers: Sequence[Any], threads: int = 1) -> dict[int, str]:
     One call without the GIL on ``threads`` native threads where chute's compiled module
     is built; a file that fails it is decoded in full to confirm (rare: corrupt files only).
     """
-    jpegs = [i for i, b in enumerate(buffers) if bytes(memoryview(b).cast("B")[:3]) == _JPEG]
-    if not jpegs:
-        return {}
     decoder = turbo.load()
     if decoder is None:  # simplejpeg alone: the full decode is the check
-        suspects = jpegs
-    else:
-        faults = decoder.entropy_errors([buffers[i] for i in jpegs], MAX_IMAGE_PIXELS, threads)
-        suspects = [i for i, fault in zip(jpegs, faults) if fault is not None]
+        suspects = [
+            i for i, b in enumerate(buffers) if bytes(memoryview(b).cast("B")[:3]) == _JPEG
+        ]
+    else:  # other formats pass the check untouched
+        faults = decoder.entropy_errors(list(buffers), MAX_IMAGE_PIXELS, threads)
+        suspects = [i for i, fault in enumerate(faults) if fault is not None]
     out: dict[int, str] = {}
     for i in suspects:
         try:

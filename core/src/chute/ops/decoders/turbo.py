@@ -183,8 +183,8 @@ class TurboJPEG:
     def entropy_errors(
         self, buffers: list, max_pixels: int = 0, threads: int = 1
     ) -> list[str | None]:
-        """Per JPEG: None where libjpeg-turbo reads all its entropy-coded data without an
-        error or warning, else the library's message.
+        """Per buffer: None where libjpeg-turbo reads all its entropy-coded data without
+        an error or warning (or it does not start as a JPEG), else the library's message.
 
         A lossless transform that writes nothing: the Huffman decoding of a full decode
         without the inverse DCT, upsampling and colour conversion (about 2/3 of a decode's
@@ -198,6 +198,8 @@ class TurboJPEG:
         return [self._entropy_error(np.frombuffer(b, np.uint8), max_pixels) for b in buffers]
 
     def _entropy_error(self, buf: np.ndarray, max_pixels: int) -> str | None:
+        if buf.size < 3 or bytes(buf[:3]) != b"\xff\xd8\xff":
+            return None  # not a JPEG: another decoder's business
         handle = getattr(self._local, "transformer", None)
         if handle is None:
             handle = self._local.transformer = _Handle(self.lib, _INIT_TRANSFORM)
