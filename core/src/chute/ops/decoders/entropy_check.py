@@ -42,9 +42,7 @@ def corrupt_jpegs(buffers: Sequence[Any], threads: int = 1) -> dict[int, str]:
     """
     decoder = turbo.load()
     if decoder is None:  # simplejpeg alone: the full decode is the check
-        suspects = [
-            i for i, b in enumerate(buffers) if bytes(memoryview(b).cast("B")[:3]) == _JPEG
-        ]
+        suspects = [i for i, b in enumerate(buffers) if bytes(memoryview(b).cast("B")[:3]) == _JPEG]
     else:  # other formats pass the check untouched
         faults = decoder.entropy_errors(list(buffers), MAX_IMAGE_PIXELS, threads)
         suspects = [i for i, fault in enumerate(faults) if fault is not None]
