@@ -26,8 +26,10 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from _remote_servers import RecordingServer
 
 
 class _GcsHandler(BaseHTTPRequestHandler):
@@ -141,33 +143,12 @@ class _GcsHandler(BaseHTTPRequestHandler):
     do_PUT = do_DELETE = do_PATCH = do_POST
 
 
-class GcsServer(ThreadingHTTPServer):
+class GcsServer(RecordingServer):
     """Serves ``{bucket: folder}``; records each GET (path, Range); can fail the next N GETs."""
 
-    daemon_threads = True
-    request_queue_size = 128
-
     def __init__(self, buckets: dict[str, str]):
-        super().__init__(("127.0.0.1", 0), _GcsHandler)
+        super().__init__(_GcsHandler)
         self.buckets = buckets
-        self.requests: list[tuple[str, str | None]] = []
-        self.failures = 0
-        self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def log_request(self, path: str, byte_range: str | None) -> None:
-        with self._lock:
-            self.requests.append((path, byte_range))
-
-    def take_failure(self) -> bool:
-        with self._lock:
-            if self.failures > 0:
-                self.failures -= 1
-                return True
-            return False
 
     @staticmethod
     def metadata(bucket: str, name: str, path: str) -> dict:

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -65,19 +66,15 @@ class _RangeHandler(SimpleHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class RangeServer(ThreadingHTTPServer):
-    """Serves a folder; records each GET (path, Range header); can fail the next N GETs.
-
-    With ``listing=False`` a folder's URL answers 404 instead of an index page (as a
-    server without autoindex, or a CDN, does).
-    """
+class RecordingServer(ThreadingHTTPServer):
+    """A local test server that records each GET (path, Range header) and can fail the next
+    ``failures`` GETs; subclasses give the handler."""
 
     daemon_threads = True
     request_queue_size = 128  # socketserver's 5 drops the SYNs of concurrent fetches (1 s retries)
 
-    def __init__(self, folder: str, listing: bool = True):
-        super().__init__(("127.0.0.1", 0), partial(_RangeHandler, directory=folder))
-        self.listing = listing
+    def __init__(self, handler: Any):
+        super().__init__(("127.0.0.1", 0), handler)
         self.requests: list[tuple[str, str | None]] = []
         self.failures = 0
         self._lock = threading.Lock()
@@ -96,6 +93,18 @@ class RangeServer(ThreadingHTTPServer):
                 self.failures -= 1
                 return True
             return False
+
+
+class RangeServer(RecordingServer):
+    """Serves a folder; records each GET (path, Range header); can fail the next N GETs.
+
+    With ``listing=False`` a folder's URL answers 404 instead of an index page (as a
+    server without autoindex, or a CDN, does).
+    """
+
+    def __init__(self, folder: str, listing: bool = True):
+        super().__init__(partial(_RangeHandler, directory=folder))
+        self.listing = listing
 
 
 @contextlib.contextmanager
