@@ -75,7 +75,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--iters", type=int, default=40)
+    # 40 batches of 256 is half a second at 20k img/s: one stall moved a run by 30%
+    # (session 12, H100); start-up (~20 s a process) costs far more than longer timing
+    p.add_argument("--iters", type=int, default=150)
     p.add_argument("--device", default="gpu", choices=("gpu", "cpu"))
     p.add_argument("--timeout", type=float, default=240.0, help="seconds for one run")
     p.add_argument("--json", default=None, help="write every round here (after each config)")
