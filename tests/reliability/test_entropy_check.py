@@ -199,3 +199,58 @@ def test_every_cpu_decoder_skips_the_same_corrupt_jpegs(corpus):
     # without the check a window above the damage keeps files the full decode refuses
     kept, _ = _run(corpus, "image_slice", "skip", check=False)
     assert set(kept) & refused_full
+
+
+def test_each_file_is_checked_once_by_its_dataset_index(monkeypatch):
+    from chute.ops.decoders import entropy_check
+
+    seen: list[int] = []
+    real = entropy_check.corrupt_jpegs
+
+    def counting(buffers, threads=1):
+        seen.append(len(buffers))
+        return real(buffers, threads)
+
+    monkeypatch.setattr(entropy_check, "corrupt_jpegs", counting)
+    bad, good = _damaged_at_the_bottom(), _photo(seed=1)
+    memo = entropy_check.CheckedFiles()
+    metas = [{"index": 7}, {"index": 3}, None]
+    first = memo.corrupt([good, bad, bad], metas)
+    assert sorted(first) == [1, 2] and seen == [3]
+    # a later epoch: the indexed files are known (the bad one keeps its reason); the
+    # sample without an index is checked again
+    again = memo.corrupt([good, bad, bad], metas)
+    assert again == first and seen == [3, 1]
+    # the file at an index changed size: checked again
+    memo.corrupt([_photo(seed=2)], [{"index": 7}])
+    assert seen == [3, 1, 1]
+
+
+def test_later_epochs_report_the_skips_without_checking_again(damaged, monkeypatch):
+    from chute.ops.decoders import entropy_check
+
+    checked: list[int] = []
+    real = entropy_check.corrupt_jpegs
+
+    def counting(buffers, threads=1):
+        checked.append(len(buffers))
+        return real(buffers, threads)
+
+    monkeypatch.setattr(entropy_check, "corrupt_jpegs", counting)
+
+    @pipeline_def(batch_size=4, num_threads=2, seed=0, device_id=None, on_error="skip")
+    def pipe():
+        data, _ = fn.readers.file(files=damaged, name="R")
+        image = fn.decoders.image_crop(data, crop=(8, 8), crop_pos_y=0.0)
+        return image, fn.get_property(data, key="source_info")
+
+    p = pipe()
+    it = Iterator(p, ["image", "path"], reader_name="R", last_batch_policy=LastBatchPolicy.PARTIAL)
+    for epoch in range(3):
+        kept = [str(b["path"].at(k)) for (b,) in it for k in range(b.real)]
+        assert len(kept) == 3
+        skipped = [e for e in p.errors() if e["epoch"] == epoch]
+        assert [os.path.basename(e["path"]) for e in skipped] == ["bad.jpg"]
+        it.reset()
+    p.close()
+    assert sum(checked) == 4  # the first epoch's four files, once

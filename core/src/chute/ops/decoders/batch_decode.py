@@ -72,7 +72,8 @@ def run_batch(op: Any, inputs: list, args: Any, ctx: Any, max_chunk: int) -> Sam
                 jobs.append((i, op.prepare(sample_inputs, args.sample(i), ctx, i, meta[i])))
             except Exception as exc:
                 fail(i, exc)
-        for k, reason in op.refuse_corrupt([job for _, job in jobs], ctx).items():
+        refused = op.refuse_corrupt([job for _, job in jobs], ctx, [meta[i] for i, _ in jobs])
+        for k, reason in refused.items():
             fail(jobs[k][0], DecodeError(reason))
         jobs = [(i, job) for i, job in jobs if i not in out.failed]
         errors = image_codec.decode_jobs([job for _, job in jobs])

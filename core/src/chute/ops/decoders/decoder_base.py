@@ -24,7 +24,7 @@ from chute.graph.passes.hints import (
 )
 from chute.graph.spec import Spec
 from chute.ops.decoders import batch_decode, image_codec
-from chute.ops.decoders.entropy_check import check_entropy_enabled, corrupt_jpegs
+from chute.ops.decoders.entropy_check import CheckedFiles, check_entropy_enabled
 from chute.ops.decoders.image_headers import DecodeError
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.tuning import current as current_tuning
@@ -61,6 +61,7 @@ class DecodeSettings:
     __slots__ = (
         "adjust_orientation",
         "check_entropy",
+        "checked",
         "decode_region",
         "downscale_to",
         "dtype",
@@ -75,6 +76,7 @@ class DecodeSettings:
         self.dtype = to_dtype(node.arg("dtype"))
         self.adjust_orientation = bool(node.arg("adjust_orientation"))
         self.check_entropy = node.arg("check_entropy")  # None: by on_error (entropy_check.py)
+        self.checked = CheckedFiles()  # its verdicts, by dataset index: one check per file
         # decode at a reduced DCT scale for the resize after (fusion_hints)
         scaled = hints.get(ScaledDecode)
         self.downscale_to = scaled.size if scaled is not None else None
@@ -162,7 +164,9 @@ class DecoderBase(Operator):
             settings.downscale_to,
         )
 
-    def refuse_corrupt(self, jobs: list[image_codec.DecodeJob], ctx: Any) -> dict[int, str]:
+    def refuse_corrupt(
+        self, jobs: list[image_codec.DecodeJob], ctx: Any, metas: list | None = None
+    ) -> dict[int, str]:
         """{k: reason} for the region jobs among ``jobs`` whose JPEG data a full decode
         refuses, where the node's check_entropy (or its on_error) asks for the check;
         those jobs are dropped from decoding (``job.jpeg = None``)."""
@@ -170,7 +174,9 @@ class DecoderBase(Operator):
         if not check_entropy_enabled(self._settings(ctx).check_entropy, on_error):
             return {}
         parts = [k for k, job in enumerate(jobs) if image_codec.reads_part(job)]
-        faults = corrupt_jpegs([jobs[k].buf for k in parts])  # on this pool thread
+        metas = metas if metas is not None else [None] * len(jobs)
+        settings = self._settings(ctx)  # on this pool thread:
+        faults = settings.checked.corrupt([jobs[k].buf for k in parts], [metas[k] for k in parts])
         out = {parts[j]: reason for j, reason in faults.items()}
         for k in out:
             jobs[k].jpeg = None
@@ -185,7 +191,7 @@ class DecoderBase(Operator):
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
         job = self.prepare(inputs, args, ctx, ctx.idx_in_batch, ctx.meta)
-        refused = self.refuse_corrupt([job], ctx)
+        refused = self.refuse_corrupt([job], ctx, [ctx.meta])
         if refused:
             raise DecodeError(refused[0])
         return self.finish(job, ctx)

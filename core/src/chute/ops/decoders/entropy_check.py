@@ -11,19 +11,24 @@ The check decodes the entropy-coded data with libjpeg-turbo and drops it
 (turbo.TurboJPEG.entropy_errors: no inverse DCT, upsampling or colour conversion); a file
 it refuses is confirmed by the full CPU decode, whose message becomes the reason, so no
 file the CPU decoder keeps is ever refused. The decoders run it when their
-``check_entropy`` argument says so, by default under ``on_error="skip"`` or ``"warn"``.
+``check_entropy`` argument says so, by default under ``on_error="skip"`` or ``"warn"``,
+once per file: :class:`CheckedFiles` keeps each verdict by the reader's dataset index
+(and the file's size), so later epochs check nothing again.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from chute.ops.decoders import image_codec, turbo
 from chute.ops.decoders.image_codec import MAX_IMAGE_PIXELS
 from chute.ops.decoders.image_headers import DecodeError
 
-__all__ = ["check_entropy_enabled", "corrupt_jpegs"]
+__all__ = ["CheckedFiles", "check_entropy_enabled", "corrupt_jpegs"]
 
 _JPEG = b"\xff\xd8\xff"
 
@@ -53,3 +58,57 @@ def corrupt_jpegs(buffers: Sequence[Any], threads: int = 1) -> dict[int, str]:
         except DecodeError as exc:
             out[i] = str(exc)
     return out
+
+
+class CheckedFiles:
+    """The check's verdicts by dataset index (a reader's ``index`` meta) and file size: a
+    file is checked in its first epoch only. One per decoder node; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._good = np.zeros(0, np.int64)  # 1 + the size of a good file at its index; 0: not
+        self._bad: dict[int, tuple[int, str]] = {}  # index -> (size, the CPU decoder's reason)
+
+    def corrupt(self, buffers: Sequence[Any], metas: Sequence[Any], threads: int = 1) -> dict:
+        """:func:`corrupt_jpegs` of ``buffers``, checking only those not seen before."""
+        keys = [_key(b, m) for b, m in zip(buffers, metas)]
+        known: dict[int, str] = {}
+        todo: list[int] = []
+        with self._lock:
+            for pos, key in enumerate(keys):
+                if (
+                    key is not None
+                    and key[0] < len(self._good)
+                    and self._good[key[0]] == key[1] + 1
+                ):
+                    continue  # good when last seen
+                bad = self._bad.get(key[0]) if key is not None else None
+                if bad is not None and bad[0] == key[1]:
+                    known[pos] = bad[1]
+                else:
+                    todo.append(pos)
+        faults = corrupt_jpegs([buffers[pos] for pos in todo], threads)
+        with self._lock:
+            for j, pos in enumerate(todo):
+                key = keys[pos]
+                if key is None:
+                    continue
+                index, size = key
+                if j in faults:
+                    self._bad[index] = (size, faults[j])
+                    continue
+                if index >= len(self._good):
+                    grown = np.zeros(max(index + 1, 2 * len(self._good), 1024), np.int64)
+                    grown[: len(self._good)] = self._good
+                    self._good = grown
+                self._good[index] = size + 1
+                self._bad.pop(index, None)
+        known.update({todo[j]: reason for j, reason in faults.items()})
+        return known
+
+
+def _key(buf: Any, meta: Any) -> tuple[int, int] | None:
+    index = meta.get("index") if meta else None
+    if not isinstance(index, (int, np.integer)) or index < 0:
+        return None  # not from a reader: checked every time
+    return int(index), memoryview(buf).nbytes

@@ -22,7 +22,7 @@ import numpy as np
 from chute.gpu.batches import decoded_images
 from chute.gpu.batches import decoders as _decoders
 from chute.ops.decoders import image_codec
-from chute.ops.decoders.entropy_check import check_entropy_enabled, corrupt_jpegs
+from chute.ops.decoders.entropy_check import CheckedFiles, check_entropy_enabled
 from chute.ops.decoders.image_codec import MAX_IMAGE_PIXELS
 from chute.ops.decoders.image_headers import DecodeError, check_pixels
 from chute.ops.decoders.jpeg_structure import structure_errors
@@ -136,9 +136,11 @@ def refuse_corrupt(
         return None
     todo = [i for i in range(len(encoded)) if i not in refused]
     threads = getattr(ctx.pool, "num_threads", 1) or 1
+    metas = [ctx.meta[i] if i < len(ctx.meta) else None for i in todo]
+    checked = getattr(ctx.state, "checked", None) or CheckedFiles()  # by index, once a file
 
     def check_todo() -> dict[int, str]:
-        faults = corrupt_jpegs([encoded[i] for i in todo], threads)
+        faults = checked.corrupt([encoded[i] for i in todo], metas, threads)
         return {todo[j]: reason for j, reason in faults.items()}
 
     return _checker().submit(check_todo)
