@@ -54,7 +54,8 @@ DECODE_ARGS = (
         "GPU) or decoding it only down to the window (a region). The same files are then "
         "skipped on every device and for every crop window. Default (None): on under "
         "on_error='skip' or 'warn', off under 'raise'. Costs about two thirds of a CPU "
-        "decode per JPEG, spread over the pipeline's threads without the GIL.",
+        "decode per JPEG, spread over the pipeline's threads without the GIL, once per file: "
+        "later epochs reuse each file's verdict (by the reader's index and the file's size).",
         per_sample=False,
     ),
 )
