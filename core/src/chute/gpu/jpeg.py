@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from chute.gpu.cpu_decode import (
     shape_from_pil,
 )
 from chute.gpu.runtime import nvimgcodec_module, quick_gil_handoff, require_gpu
+from chute.gpu.share_balance import ShareBalancer
 from chute.runtime.tuning import DEFAULTS
 
 __all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
@@ -90,7 +92,8 @@ class BatchDecoder:
     Each batch is split into up to three groups decoded at the same time, each by its
     own nvImageCodec decoder on its own thread: ``cpu_share`` of the batch on the CPU
     (``cpu_backend`` "nvimgcodec": libjpeg-turbo inside nvImageCodec, ROI-aware; or
-    "opencv": our threads), then ``hw_decoder_load`` of the rest on the hardware JPEG
+    "opencv": our threads; ``cpu_share="auto"`` balances the share batch by batch from the
+    groups' measured decode rates, chute.gpu.share_balance), then ``hw_decoder_load`` of the rest on the hardware JPEG
     decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
     hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
     threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
@@ -110,7 +113,7 @@ class BatchDecoder:
         *,
         hw_decoder_load: float = 0.9,
         use_hw_decoder: bool = True,
-        cpu_share: float = 0.0,
+        cpu_share: float | str = 0.0,
         cpu_backend: str = "nvimgcodec",
         hw_roi: bool = True,
         cpu_threads: int = 0,
@@ -123,6 +126,13 @@ class BatchDecoder:
         self._cupy = require_gpu("BatchDecoder", codec=True, device_id=device_id)
         nvimgcodec_module()
         nvjpeg_guard.warn_once()  # another library's libnvjpeg keeps JPEGs off the GPU
+        self._balancer = ShareBalancer() if cpu_share == "auto" else None
+        if self._balancer is not None:
+            if cpu_backend != "nvimgcodec":
+                raise ValueError("cpu_share='auto' balances nvImageCodec's CPU backend only")
+            cpu_share = self._balancer.share()
+        elif isinstance(cpu_share, str):
+            raise ValueError(f"cpu_share must be a number in [0, 1] or 'auto'; got {cpu_share!r}")
         if not 0.0 <= cpu_share <= 1.0 or not 0.0 <= hw_decoder_load <= 1.0:
             raise ValueError("cpu_share and hw_decoder_load must be in [0, 1]")
         if cuda_backend not in ("gpu", "hybrid"):
@@ -262,7 +272,8 @@ class BatchDecoder:
 
     def split(self, n: int) -> dict[str, int]:
         """Return how many of ``n`` samples each group (cpu, hw, cuda) decodes."""
-        n_cpu = round(self.cpu_share * n)
+        share = self._balancer.share() if self._balancer is not None else self.cpu_share
+        n_cpu = round(share * n)
         n_hw = round(self.hw_decoder_load * (n - n_cpu)) if "hw" in self._groups else 0
         return {"cpu": n_cpu, "hw": n_hw, "cuda": n - n_cpu - n_hw}
 
@@ -409,9 +420,11 @@ class BatchDecoder:
         # and freeing the descriptions after overlap with another lane's decode.
         job = decoder.prepare(streams, idx, out_type, allocate, stream.ptr)
         statuses = None
-        running = runner.submit(decoder.run, job)
+        running = runner.submit(_timed, decoder.run, job)
         try:
-            statuses = running.result()
+            statuses, seconds = running.result()
+            if self._balancer is not None:  # the decode call's own time, queueing excluded
+                self._balancer.record(name, len(idx), seconds)
         finally:
             wait([running])  # never free the descriptions under a running decode
             images, buffer = decoder.finish(job, statuses)
@@ -446,6 +459,13 @@ class BatchDecoder:
             stream,
             decode,
         )
+
+
+def _timed(call: Any, *args: Any) -> tuple[Any, float]:
+    """``call(*args)`` and the seconds it took (on the decoder's own thread)."""
+    start = time.perf_counter()
+    out = call(*args)
+    return out, time.perf_counter() - start
 
 
 _decoders: dict[tuple, BatchDecoder] = {}

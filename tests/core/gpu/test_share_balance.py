@@ -1,0 +1,51 @@
+"""The CPU share of a mixed decoder's batch, balanced from measured rates (no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chute.gpu.share_balance import ShareBalancer
+
+
+def _run(balancer: ShareBalancer, cpu_rate: float, gpu_rate: float, batches: int = 40) -> None:
+    """Simulate ``batches`` of 256: each group takes its share at its own rate."""
+    for _ in range(batches):
+        n_cpu = round(balancer.share() * 256)
+        balancer.record("cpu", n_cpu, n_cpu / cpu_rate if n_cpu else 0.0)
+        balancer.record("hw", 256 - n_cpu, (256 - n_cpu) / gpu_rate)
+
+
+def test_the_share_settles_where_both_groups_finish_together():
+    balancer = ShareBalancer()
+    _run(balancer, cpu_rate=6_000, gpu_rate=18_000)
+    assert balancer.share() == pytest.approx(0.25, abs=0.01)  # 6k of 24k img/s
+    n_cpu = round(balancer.share() * 256)
+    assert n_cpu / 6_000 == pytest.approx((256 - n_cpu) / 18_000, rel=0.05)
+
+
+def test_the_share_follows_a_change_of_speed_and_stays_in_bounds():
+    balancer = ShareBalancer(low=0.02, high=0.6)
+    _run(balancer, cpu_rate=6_000, gpu_rate=18_000)
+    _run(balancer, cpu_rate=1_000, gpu_rate=20_000)  # the CPU got busy
+    assert balancer.share() == pytest.approx(1 / 21, abs=0.01)
+    _run(balancer, cpu_rate=100, gpu_rate=20_000)
+    assert balancer.share() == 0.02  # never below `low`: the CPU keeps being measured
+    _run(balancer, cpu_rate=90_000, gpu_rate=10_000)
+    assert balancer.share() == 0.6  # the GPU keeps most of the batch
+
+
+def test_several_gpu_groups_add_up():
+    balancer = ShareBalancer()
+    for _ in range(40):
+        n_cpu = round(balancer.share() * 256)
+        balancer.record("cpu", n_cpu, n_cpu / 5_000)
+        balancer.record("hw", 200, 200 / 12_000)
+        balancer.record("cuda", 56, 56 / 3_000)
+    assert balancer.share() == pytest.approx(5 / 20, abs=0.01)
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError, match="low <= initial"):
+        ShareBalancer(initial=0.9, high=0.5)
+    with pytest.raises(ValueError, match="smoothing"):
+        ShareBalancer(smoothing=0)
