@@ -93,8 +93,8 @@ class BatchDecoder:
     own nvImageCodec decoder on its own thread: ``cpu_share`` of the batch on the CPU
     (``cpu_backend`` "nvimgcodec": libjpeg-turbo inside nvImageCodec, ROI-aware; or
     "opencv": our threads; ``cpu_share="auto"`` balances the share batch by batch from the
-    groups' measured decode rates, chute.gpu.share_balance), then ``hw_decoder_load`` of the rest on the hardware JPEG
-    decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
+    groups' measured decode rates, chute.gpu.share_balance), then ``hw_decoder_load`` of
+    the rest on the hardware JPEG decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
     hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
     threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
     group. With ``hw_roi=False`` the hardware group decodes whole images and the
