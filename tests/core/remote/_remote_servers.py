@@ -15,7 +15,10 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import numpy as np
 import pytest
+
+from chute import pipeline_def
 
 
 class _RangeHandler(SimpleHTTPRequestHandler):
@@ -163,3 +166,22 @@ def upload(client: object, bucket: str, folder: str, prefix: str = "") -> None:
             key = prefix + os.path.relpath(path, folder).replace(os.sep, "/")
             with open(path, "rb") as f:
                 client.put_object(Bucket=bucket, Key=key, Body=f.read())  # type: ignore[attr-defined]
+
+
+def read_samples(reader, n, batch_size=2, **kwargs):
+    """The first ``n`` samples of ``reader(**kwargs)``: one list of arrays per sample."""
+
+    @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=3)
+    def pipe():
+        out = reader(name="R", **kwargs)
+        out = list(out.values()) if isinstance(out, dict) else out
+        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+    p = pipe()
+    p.build()
+    rows = []
+    while len(rows) < n:
+        outs = p.run()
+        rows += [[np.asarray(o.at(k)) for o in outs] for k in range(len(outs[0]))]
+    p.close()
+    return rows[:n]

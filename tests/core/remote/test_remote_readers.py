@@ -15,6 +15,7 @@ import tarfile
 import numpy as np
 import pytest
 from _remote_servers import http_server, s3_server, upload
+from _remote_servers import read_samples as run
 
 from chute import Iterator, LastBatchPolicy, OperatorError, fn, pipeline_def, tfrecord
 from chute.ops.readers.mxnet import encode_image_record, encode_record
@@ -173,30 +174,6 @@ def base(request, data):
         if request.param == "s3"
         else request.getfixturevalue("http").url
     )
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CHUTE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def run(reader, n, batch_size=2, **kwargs):
-    """The first ``n`` samples of ``reader(**kwargs)``: one list of arrays per sample."""
-
-    @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=3)
-    def pipe():
-        out = reader(name="R", **kwargs)
-        out = list(out.values()) if isinstance(out, dict) else out
-        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
-
-    p = pipe()
-    p.build()
-    rows = []
-    while len(rows) < n:
-        outs = p.run()
-        rows += [[np.asarray(o.at(k)) for o in outs] for k in range(len(outs[0]))]
-    p.close()
-    return rows[:n]
 
 
 def test_file_reader_file_root_classes(base):
