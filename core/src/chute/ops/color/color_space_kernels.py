@@ -168,6 +168,11 @@ def _rows(image: np.ndarray) -> np.ndarray:
 
 
 def _linear(image: np.ndarray, src: str, dst: str) -> np.ndarray:
+    if dst == "GRAY" and src in ("RGB", "BGR") and image.dtype == np.uint8:
+        # OpenCV's luma is exactly this module's for uint8 (the module docstring); first,
+        # before any matrix is built: the Python around it cost more than the conversion
+        code = cv2.COLOR_RGB2GRAY if src == "RGB" else cv2.COLOR_BGR2GRAY
+        return cv2.cvtColor(_rows(image), code).reshape(*image.shape[:-1], 1)
     if src != dst and "BGR" in (src, dst) and "RGB" not in (src, dst):
         # DALI sums in R, G, B order: swap around the RGB conversion
         if src == "BGR":
@@ -185,9 +190,6 @@ def _linear(image: np.ndarray, src: str, dst: str) -> np.ndarray:
             return cv2.cvtColor(_rows(image), cv2.COLOR_RGB2BGR).reshape(image.shape)
         return np.ascontiguousarray(image[..., order])
     if image.dtype == np.uint8:
-        if dst == "GRAY" and src in ("RGB", "BGR"):
-            code = cv2.COLOR_RGB2GRAY if src == "RGB" else cv2.COLOR_BGR2GRAY
-            return cv2.cvtColor(_rows(image), code).reshape(*image.shape[:-1], 1)
         return _affine_u8(image, matrix, pre, post)
     affine = np.concatenate([matrix, (post - matrix @ pre)[:, None]], axis=1)
     work = image
