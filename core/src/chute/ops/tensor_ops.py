@@ -10,6 +10,7 @@ import numpy as np
 from chute.graph.node import DataNode, OpNode, bind_node_operator
 from chute.graph.schema import Arg, Schema
 from chute.graph.spec import Spec
+from chute.runtime import output_pool
 from chute.runtime.operator import ArgView, Operator
 from chute.runtime.registry import register
 
@@ -57,7 +58,13 @@ def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if np.can_cast(x.dtype, dtype):
             return x.astype(dtype)
         return np.clip(x, info.min, info.max).astype(dtype)
-    return x.astype(dtype)
+    x = np.asarray(x)
+    if x.dtype == dtype:
+        return x.astype(dtype)
+    # a recycled block (output_pool): a fresh multi-megabyte array costs its page faults
+    out = output_pool.empty(x.shape, dtype)
+    np.copyto(out, x, casting="unsafe")
+    return out
 
 
 @register
