@@ -21,7 +21,7 @@ from typing import Any
 
 from chute.executor.compute import BatchCompute
 from chute.executor.lanes import NoLock, Sequencer, lane_count, set_current_lane
-from chute.executor.plan import Plan
+from chute.executor.plan import Plan, fed_by_user
 from chute.executor.refill import NothingLeft, Refill
 from chute.executor.run_node import check_batch_size, read_source, with_layout
 from chute.executor.stats import ExecutorStats
@@ -159,10 +159,7 @@ class Executor(BatchCompute):
         self.last_position = (0, 0)
         # on_error skip/warn: failed places are filled with later samples (refill.py);
         # last_carry is what a checkpoint needs besides the source states.
-        fed = any(
-            getattr(n.op, "feedable", False) and n.arg("source") is None for n in plan.sources
-        )
-        self._refill = Refill(self.last_states, enabled=not fed)
+        self._refill = Refill(self.last_states, enabled=not fed_by_user(plan))
         self.last_carry: dict | None = None
 
     # ---- reader stage --------------------------------------------------------------------

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from chute.executor.plan import runs_batch_wise
+from chute.executor.plan import fed_by_user, runs_batch_wise
 from chute.runtime.tuning import current as current_tuning
 
 __all__ = [
@@ -69,8 +69,7 @@ def lane_count(plan: Any, pipeline: Any) -> int:
     skipping = pipeline.on_error != "raise" or any(
         n.args.get("on_error") not in (None, "raise") for n in plan.nodes
     )
-    fed = any(getattr(n.op, "feedable", False) and n.arg("source") is None for n in plan.sources)
-    if skipping and fed:
+    if skipping and fed_by_user(plan):
         return 1
     batch_nodes = [s.nodes[0] for s in plan.steps if s.kind != "segment"]
     if not all(n.op.lane_safe or runs_batch_wise(n) for n in batch_nodes):

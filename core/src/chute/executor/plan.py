@@ -126,5 +126,11 @@ def runs_batch_wise(node: OpNode) -> bool:
     return node.device == "cpu" and node.op.kind == "sample" and node.op.cpu_batch_wise
 
 
+def fed_by_user(plan: Any) -> bool:
+    """Whether a source of ``plan`` is fed by the user (external_source without ``source``,
+    feed_input): there is no later sample to draw, so on_error skip cannot refill from it."""
+    return any(getattr(n.op, "feedable", False) and n.arg("source") is None for n in plan.sources)
+
+
 def _is_cpu_sample(node: OpNode) -> bool:
     return node.device == "cpu" and node.op.kind == "sample" and not node.op.cpu_batch_wise
