@@ -2,7 +2,8 @@
 
 The default run takes ``CHUTE_SOAK_EPOCHS`` (default 4) epochs; ``nox -s soak`` takes 40.
 After a warm-up epoch, resident memory may grow by less than 5% and the counts of
-threads and open file descriptors must come back to where they were, epoch after epoch.
+threads must come back to where they were, epoch after epoch, and every file descriptor
+opened is closed with the pipeline.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def test_epochs_leak_no_memory_threads_or_files(tmp_path):
         image = fn.decoders.image(data)
         return fn.resize(image, size=(24, 24)), labels
 
+    fds_before = open_fds()
     p = pipe()
     it = Iterator(p, ["image", "label"], reader_name="R", last_batch_policy=LastBatchPolicy.FILL)
     samples = []
@@ -62,8 +64,11 @@ def test_epochs_leak_no_memory_threads_or_files(tmp_path):
     print("soak: RSS MB per epoch", [round(r / 2**20, 1) for r in rss], "fds", fds)
     assert all(m[1] == base_threads for m in marks[1:]), marks  # threads: flat
     # files being read ahead for the next epoch are open when an epoch ends: the count
-    # varies, bounded by the prefetch, and comes back down — it must not creep up
-    half = len(fds) // 2
-    assert min(fds[half:]) <= min(fds[:half]), fds
-    assert max(fds) <= min(fds) + 2 * 32 + 8, fds
+    # varies with the timing (two compute lanes under skip hold up to ~2 batches more),
+    # bounded by the prefetch; whatever was opened is closed once the pipeline is
+    assert max(fds) <= fds_before + 4 * 32, (fds_before, fds)
+    assert open_fds() <= fds_before, (fds_before, open_fds(), fds)
+    if len(fds) >= 8:  # a long run (nox -s soak): the count must not creep up either
+        half = len(fds) // 2
+        assert min(fds[half:]) <= min(fds[:half]), fds
     assert max(rss[2:]) < base_rss * 1.05, f"RSS grew from {base_rss} to {max(rss[2:])} bytes"
