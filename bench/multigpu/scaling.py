@@ -56,8 +56,14 @@ def rank_main(rank: int, world: int, system: str, args: argparse.Namespace, barr
     gpu = None if args.cpu else rank
     if gpu is not None:
         torch.cuda.set_device(gpu)
-    if system == "chute":
-        loader = chute_loader(args.data, args.batch_size, args.threads, gpu is not None)
+    if system.startswith("chute"):
+        # "chute+NAME": chute built under --tuning's settings (e.g. the decoder's cpu_share)
+        from chute.runtime.tuning import use
+        from chute.tools.cli import tuning_from_strings
+
+        tuning = tuning_from_strings(args.tuning if "+" in system else [])
+        with use(tuning):
+            loader = chute_loader(args.data, args.batch_size, args.threads, gpu is not None)
     else:
         loader = dali_loader(args.data, args.batch_size, args.threads, gpu, rank, world)
     batches = endless(loader)
@@ -127,7 +133,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--systems", default="chute,dali")
+    parser.add_argument(
+        "--systems", default="chute,dali", help="chute, dali, chute+NAME (chute under --tuning)"
+    )
+    parser.add_argument(
+        "--tuning",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="chute+NAME systems' settings, as chute bench --tuning (repeatable)",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds for one run")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))
     parser.add_argument("--name", default="", help="results file name (default from the machine)")
@@ -161,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result = run(system, world, args)
             result["round"] = round_index
             runs.append(result)
-            print(f"round {round_index} {system:6s} {world} GPU(s): {result['img_s']:9,.0f} img/s",
+            print(f"round {round_index} {system:10s} {world} GPU(s): {result['img_s']:9,.0f} img/s",
                   flush=True)  # fmt: skip
     results = summarize(runs, systems, worlds, args.rounds)
     results.update(
