@@ -20,6 +20,7 @@ setup(
                 "csrc/lut_planes.c",
                 "csrc/jpeg_check.c",
                 "csrc/parallel.c",
+                "csrc/codec_calls.c",
             ],
             depends=["csrc/native.h"],
             extra_compile_args=[] if sys.platform == "win32" else ["-O3", "-std=c11"],

@@ -56,6 +56,8 @@ def rank_main(rank: int, world: int, system: str, args: argparse.Namespace, barr
     gpu = None if args.cpu else rank
     if gpu is not None:
         torch.cuda.set_device(gpu)
+    if "+" in system:  # before chute is imported here (e.g. CHUTE_NATIVE_OFF)
+        os.environ.update(dict(item.split("=", 1) for item in args.env))
     if system.startswith("chute"):
         # "chute+NAME": chute built under --tuning's settings (e.g. the decoder's cpu_share)
         from chute.runtime.tuning import use
@@ -134,7 +136,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--systems", default="chute,dali", help="chute, dali, chute+NAME (chute under --tuning)"
+        "--systems",
+        default="chute,dali",
+        help="chute, dali, chute+NAME (chute under --tuning and --env)",
     )
     parser.add_argument(
         "--tuning",
@@ -142,6 +146,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=[],
         metavar="NAME=VALUE",
         help="chute+NAME systems' settings, as chute bench --tuning (repeatable)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="chute+NAME systems' environment (e.g. CHUTE_NATIVE_OFF=...; repeatable)",
     )
     parser.add_argument("--timeout", type=float, default=600, help="seconds for one run")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))

@@ -124,6 +124,39 @@ done:
     return result;
 }
 
+/* the attempts of random_crop_window from the stream of (key, counter): 1 and the window in
+ * out[0..3] (y0, x0, crop_h, crop_w) when one fits, else 0 */
+static int draw_window(long long height, long long width, double area_lo, double area_hi,
+                       double ratio_lo, double ratio_hi, int attempts, const uint64_t key[2],
+                       const uint64_t counter[4], long long out[4]) {
+    Stream s = {{key[0], key[1]}, {counter[0], counter[1], counter[2], counter[3]},
+                {0, 0, 0, 0}, 4, 0, 0};
+    double image_area = (double)(height * width);
+    double log_lo = log(ratio_lo), log_hi = log(ratio_hi);
+    for (int k = 0; k < attempts; k++) {
+        double target = image_area * uniform(&s, area_lo, area_hi);
+        double aspect = exp(uniform(&s, log_lo, log_hi));
+        long long crop_w = round_even(sqrt(target * aspect));
+        long long crop_h = round_even(sqrt(target / aspect));
+        if (0 < crop_w && crop_w <= width && 0 < crop_h && crop_h <= height) {
+            out[0] = bounded(&s, (uint64_t)(height - crop_h));
+            out[1] = bounded(&s, (uint64_t)(width - crop_w));
+            out[2] = crop_h;
+            out[3] = crop_w;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int check_ranges(double area_lo, double area_hi, double ratio_lo, double ratio_hi) {
+    if (!(0 < area_lo && area_lo <= area_hi) || !(0 < ratio_lo && ratio_lo <= ratio_hi)) {
+        PyErr_SetString(PyExc_ValueError, "area and aspect_ratio must be 0 < min <= max");
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *random_crop_window(PyObject *self, PyObject *args) {
     long long height, width;
     double area_lo, area_hi, ratio_lo, ratio_hi;
@@ -137,25 +170,57 @@ PyObject *random_crop_window(PyObject *self, PyObject *args) {
                      height, width);
         return NULL;
     }
-    if (!(0 < area_lo && area_lo <= area_hi) || !(0 < ratio_lo && ratio_lo <= ratio_hi)) {
-        PyErr_SetString(PyExc_ValueError, "area and aspect_ratio must be 0 < min <= max");
+    if (check_ranges(area_lo, area_hi, ratio_lo, ratio_hi) < 0) return NULL;
+    const uint64_t key[2] = {k0, k1}, counter[4] = {c0, c1, c2, c3};
+    long long w[4];
+    if (draw_window(height, width, area_lo, area_hi, ratio_lo, ratio_hi, attempts, key, counter, w))
+        return Py_BuildValue("LLLL", w[0], w[1], w[2], w[3]);
+    Py_RETURN_NONE; /* no attempt fit: the caller takes the centre crop */
+}
+
+PyObject *random_crop_windows(PyObject *self, PyObject *args) {
+    PyObject *shapes_obj, *keys_obj, *counters_obj, *out_obj;
+    double area_lo, area_hi, ratio_lo, ratio_hi;
+    int attempts;
+    if (!PyArg_ParseTuple(args, "OddddiOOO", &shapes_obj, &area_lo, &area_hi, &ratio_lo,
+                          &ratio_hi, &attempts, &keys_obj, &counters_obj, &out_obj))
         return NULL;
+    if (check_ranges(area_lo, area_hi, ratio_lo, ratio_hi) < 0) return NULL;
+    Py_buffer sh = {0}, k = {0}, c = {0}, o = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(shapes_obj, &sh, PyBUF_C_CONTIGUOUS) < 0 ||
+        PyObject_GetBuffer(keys_obj, &k, PyBUF_C_CONTIGUOUS) < 0 ||
+        PyObject_GetBuffer(counters_obj, &c, PyBUF_C_CONTIGUOUS) < 0 ||
+        PyObject_GetBuffer(out_obj, &o, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    Py_ssize_t n = sh.len / 16;
+    if (sh.itemsize != 8 || k.itemsize != 8 || c.itemsize != 8 || o.itemsize != 8 ||
+        sh.len != n * 16 || k.len != n * 16 || c.len != n * 32 || o.len != n * 32) {
+        PyErr_SetString(PyExc_ValueError,
+                        "random_crop_windows: shapes (n, 2) and out (n, 4) int64, keys (n, 2) and "
+                        "counters (n, 4) uint64");
+        goto done;
     }
-    Stream s = {{k0, k1}, {c0, c1, c2, c3}, {0, 0, 0, 0}, 4, 0, 0};
-    double image_area = (double)(height * width);
-    double log_lo = log(ratio_lo), log_hi = log(ratio_hi);
-    for (int k = 0; k < attempts; k++) {
-        double target = image_area * uniform(&s, area_lo, area_hi);
-        double aspect = exp(uniform(&s, log_lo, log_hi));
-        long long crop_w = round_even(sqrt(target * aspect));
-        long long crop_h = round_even(sqrt(target / aspect));
-        if (0 < crop_w && crop_w <= width && 0 < crop_h && crop_h <= height) {
-            long long y0 = bounded(&s, (uint64_t)(height - crop_h));
-            long long x0 = bounded(&s, (uint64_t)(width - crop_w));
-            return Py_BuildValue("LLLL", y0, x0, crop_h, crop_w);
-        }
+    const long long *shape = sh.buf;
+    const uint64_t *key = k.buf, *counter = c.buf;
+    long long *out = o.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long h = shape[2 * i], w = shape[2 * i + 1], *win = out + 4 * i;
+        win[0] = win[1] = win[2] = win[3] = 0;
+        if (h <= 0 || w <= 0 || h > 0xFFFFFFFFLL || w > 0xFFFFFFFFLL ||
+            !draw_window(h, w, area_lo, area_hi, ratio_lo, ratio_hi, attempts, key + 2 * i,
+                         counter + 4 * i, win))
+            win[0] = win[1] = win[2] = win[3] = -1; /* the caller's fallback */
     }
-    Py_RETURN_NONE;  /* no attempt fit: the caller takes the centre crop */
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (sh.obj) PyBuffer_Release(&sh);
+    if (k.obj) PyBuffer_Release(&k);
+    if (c.obj) PyBuffer_Release(&c);
+    if (o.obj) PyBuffer_Release(&o);
+    return result;
 }
 
 #endif

@@ -332,12 +332,35 @@ static PyMethodDef methods[] = {
      "                   k0, k1, c0, c1, c2, c3) -> (y0, x0, crop_h, crop_w) or None\n\n"
      "crop_window.random_crop_window drawing from the Philox stream with key (k0, k1) and\n"
      "counter (c0..c3), as philox.SampleStream draws; None where no attempt fit."},
+    {"random_crop_windows", random_crop_windows, METH_VARARGS,
+     "random_crop_windows(shapes, area_lo, area_hi, ratio_lo, ratio_hi, num_attempts, keys,\n"
+     "                    counters, out)\n\n"
+     "random_crop_window for each row of shapes ((n, 2) int64 height, width) with the streams\n"
+     "keys (n, 2) and counters (n, 4) (uint64), into out (n, 4) int64 without the GIL; a row\n"
+     "of -1 where no attempt fit or the shape is empty (the caller's fallback)."},
 #endif
     {"lut_u8", lut_u8, METH_VARARGS,
      "lut_u8(src, tables, dst, mirror)\n\n"
      "dst[c, y, x] = tables[c, src[y, x', c]] without the GIL: src a uint8 (h, w, c) view with\n"
      "contiguous pixels, tables (c, 256) of dst's item size, dst any (c, h, w) view;\n"
      "x' = w - 1 - x when mirror."},
+    {"codec_parse", codec_parse, METH_VARARGS,
+     "codec_parse(create, info, destroy, instance, ptrs, sizes, infos, info_size, handles)\n\n"
+     "nvImageCodec's CodeStreamCreateFromHostMem and CodeStreamGetImageInfo (function addresses\n"
+     "create, info; destroy frees a stream whose header fails) for each buffer (ptrs, sizes:\n"
+     "uint64 arrays; size 0 skipped), without the GIL. Record i of `infos` (info_size bytes,\n"
+     "headers pre-filled) gets the image info; handles[i] the stream, 0 where it failed."},
+    {"codec_sub_streams", codec_sub_streams, METH_VARARGS,
+     "codec_sub_streams(get_sub, handles, views, view_size, out)\n\n"
+     "CodeStreamGetSubCodeStream of each non-zero handles[i] with view record i of `views`,\n"
+     "into out[i] (uint64), without the GIL; entries of out already set are left as they are."},
+    {"codec_images", codec_images, METH_VARARGS,
+     "codec_images(create, instance, infos, info_size, images) -> (made, status)\n\n"
+     "ImageCreate for each info record into images (uint64), without the GIL; stops at the\n"
+     "first failure: `made` images exist, status is that failure's (0: all made)."},
+    {"codec_destroy", codec_destroy, METH_VARARGS,
+     "codec_destroy(destroy, handles)\n\n"
+     "destroy(h) for each non-zero h of the uint64 array `handles`, without the GIL."},
 #ifndef _WIN32
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths, alloc) -> list\n\n"

@@ -20,6 +20,7 @@ PyObject *jpeg_entropy_batch(PyObject *self, PyObject *args);
 
 /* crop_window.c */
 PyObject *random_crop_window(PyObject *self, PyObject *args);
+PyObject *random_crop_windows(PyObject *self, PyObject *args);
 PyObject *philox_blocks(PyObject *self, PyObject *args);
 
 /* lut_planes.c */
@@ -27,6 +28,12 @@ PyObject *lut_u8(PyObject *self, PyObject *args);
 
 /* jpeg_check.c */
 PyObject *jpeg_check_batch(PyObject *self, PyObject *args);
+
+/* codec_calls.c */
+PyObject *codec_parse(PyObject *self, PyObject *args);
+PyObject *codec_sub_streams(PyObject *self, PyObject *args);
+PyObject *codec_images(PyObject *self, PyObject *args);
+PyObject *codec_destroy(PyObject *self, PyObject *args);
 
 /* read_files.c */
 PyObject *read_files(PyObject *self, PyObject *args);

@@ -13,9 +13,9 @@ import pytest
 
 from chute import fn, pipeline_def
 from chute.executor import compute as compute_module
-from chute.runtime import philox
+from chute.runtime import native, philox
 from chute.runtime.context import BatchContext, sample_generator
-from chute.runtime.crop_window import random_crop_window
+from chute.runtime.crop_window import centre_crop_window, random_crop_window
 
 
 def _metas(rng, n, keyed):
@@ -83,22 +83,41 @@ def test_batch_crop_windows_equal_random_crop_window(attempts):
     assert settled > n // 3  # most samples need no generator of their own
 
 
-def test_gpu_backend_windows_equal_the_cpu_backends():
+@pytest.mark.parametrize("path", ["batch", "per_sample", "numpy"])
+@pytest.mark.parametrize("attempts", [10, 1])
+def test_gpu_backend_windows_equal_the_cpu_backends(monkeypatch, path, attempts):
+    """Every way the mixed decoder draws its windows gives the CPU backend's: the compiled
+    batch call, the compiled per-sample sampler, NumPy's batch rounds; 1 attempt makes many
+    samples miss (the centre crop), and empty shapes (refused samples) get no window."""
     from chute.ops.decoders.image_gpu import random_crop_windows
 
+    if path != "numpy" and (
+        native.random_crop_windows is None or native.random_crop_window is None
+    ):
+        pytest.skip("chute.runtime._native is not built")
+    if path != "batch":
+        monkeypatch.setattr(native, "random_crop_windows", None)
+    if path == "numpy":
+        monkeypatch.setattr(native, "random_crop_window", None)
     rng = np.random.default_rng(5)
     n = 300
     shapes = np.stack([rng.integers(2, 700, n), rng.integers(2, 700, n)], 1)
+    shapes[[7, 150]] = 0
     metas = _metas(rng, n - 10, True)  # the last 10 samples have no meta: keyed by position
     node = SimpleNamespace(id=4)
     ctx = BatchContext(node, 11, 2, 6, None, metas, None)
-    args = {"random_area": (0.1, 0.9), "random_aspect_ratio": (0.5, 2.0), "num_attempts": 10}
-    got = random_crop_windows(shapes, args, ctx)
+    args = {"random_area": (0.1, 0.9), "random_aspect_ratio": (0.5, 2.0), "num_attempts": attempts}
+    got = random_crop_windows(shapes[:, ::-1][:, ::-1], args, ctx)  # a strided view too
+    centred = 0
     for i in range(n):
-        ref = random_crop_window(
-            int(shapes[i, 0]), int(shapes[i, 1]), (0.1, 0.9), (0.5, 2.0), 10, ctx.rng(i)
-        )
-        assert got[i] == tuple(float(v) for v in ref)
+        if i in (7, 150):
+            assert got[i] is None
+            continue
+        h, w = int(shapes[i, 0]), int(shapes[i, 1])
+        ref = random_crop_window(h, w, (0.1, 0.9), (0.5, 2.0), attempts, ctx.rng(i))
+        centred += ref == centre_crop_window(h, w, (0.5, 2.0))
+        assert got[i] == tuple(float(v) for v in ref), i
+    assert centred > (20 if attempts == 1 else -1)
 
 
 def _coin_pipe(files):

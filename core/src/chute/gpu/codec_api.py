@@ -11,7 +11,10 @@ wait for it) release it (``ctypes.CDLL``): two hand-offs per batch.
 
 Per-sample structures live in NumPy byte arrays filled for the whole batch at once
 (field offsets from the ctypes layouts below, which follow ``nvimgcodec.h``), so a
-sample costs a few foreign calls and no Python objects besides its output view.
+sample costs a few foreign calls and no Python objects besides its output view. Where
+chute's compiled module is built, those per-sample calls run as one loop per batch
+without the GIL (``chute.runtime._native.codec_*``, given the functions' addresses): on a
+32-core host, made one by one under the GIL they took a fifth of the GIL's time.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 
 from chute.gpu import codec_layout as L
 from chute.gpu.codec_layout import BACKENDS, CPU_ONLY_DEVICE, SAMPLE_FORMATS
+from chute.runtime import native
 
 __all__ = [
     "CPU_ONLY_DEVICE",
@@ -66,10 +70,13 @@ class _Api:
             "nvimgcodecFutureGetProcessingStatus": (keep, [v, v, POINTER(c_size_t)]),
             "nvimgcodecFutureDestroy": (keep, [v]),
         }
+        # the short calls' addresses, for the compiled batch loops (chute.runtime.native)
+        self.address: dict[str, int] = {}
         for name, (lib, args) in sigs.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, c_int
             setattr(self, name[len("nvimgcodec") :], fn)
+            self.address[name[len("nvimgcodec") :]] = ctypes.cast(fn, c_void_p).value or 0
         info = L.header(L.InstanceCreateInfo(), L.INSTANCE_CREATE_INFO)
         info.load_builtin_modules = 1
         info.load_extension_modules = 1
@@ -137,7 +144,7 @@ class StreamBatch:
         self.rotated = np.zeros(n, np.int32)
         self.flipped = np.zeros(n, bool)  # EXIF orientation mirrors the image
         self.keep: list[Any] = []  # the encoded bytes: code streams point into them
-        self._owned: list[int] | None = None  # indices whose handles it frees (None: all)
+        self._owned: np.ndarray | None = None  # indices whose handles it frees (None: all)
 
     def sub_streams(self, regions: Sequence[Any]) -> StreamBatch:
         """Code streams of the regions ``(y0, x0, y1, x1)`` (None: the whole image)."""
@@ -153,42 +160,53 @@ class StreamBatch:
         L.header(template.region, L.REGION)
         template.region.ndim = 2
         views.reshape(n, _VIEW_SIZE)[:] = np.frombuffer(bytes(template), np.uint8)
+        has = np.array([r is not None for r in regions], bool)
         boxes = np.array([r if r is not None else (0, 0, 0, 0) for r in regions], np.int32)
+        boxes = boxes.reshape(n, 4)
         starts, ends = (
             _i32(views, _VIEW_START, _VIEW_SIZE, 2),
             _i32(views, _VIEW_END, _VIEW_SIZE, 2),
         )
         starts[:] = boxes[:, :2]
         ends[:] = boxes[:, 2:]
-        base = views.ctypes.data
-        handle = c_void_p()
-        for i, region in enumerate(regions):
-            if not self.handles[i]:
-                continue
-            if region is None:
-                out.handles[i] = self.handles[i]
-                continue
-            handle.value = None  # a non-null handle would be re-initialised, not a new one
-            status = lib.CodeStreamGetSubCodeStream(
-                int(self.handles[i]), byref(handle), base + i * _VIEW_SIZE
+        out.handles[~has] = self.handles[~has]  # no region: the stream itself
+        calls = native.codec_calls
+        if calls is not None:
+            calls.codec_sub_streams(
+                lib.address["CodeStreamGetSubCodeStream"],
+                self.handles,
+                views,
+                _VIEW_SIZE,
+                out.handles,
             )
-            if status == 0:
-                out.handles[i] = handle.value
-                out.shapes[i] = (region[2] - region[0], region[3] - region[1])
-        out._owned = [i for i, r in enumerate(regions) if r is not None and out.handles[i]]
+        else:
+            base = views.ctypes.data
+            handle = c_void_p()
+            for i in np.flatnonzero(has & (self.handles != 0)).tolist():
+                handle.value = None  # a non-null handle would be re-initialised, not a new one
+                status = lib.CodeStreamGetSubCodeStream(
+                    int(self.handles[i]), byref(handle), base + i * _VIEW_SIZE
+                )
+                if status == 0 and handle.value:
+                    out.handles[i] = handle.value
+        cut = has & (out.handles != 0)
+        out.shapes[cut] = boxes[cut, 2:] - boxes[cut, :2]
+        out._owned = np.flatnonzero(cut)
         return out
 
     def __del__(self) -> None:
         if _exiting:  # the library may be gone already
             return
         try:
-            destroy = api().CodeStreamDestroy
+            lib = api()
         except Exception:
             return
-        owned = range(len(self.handles)) if self._owned is None else self._owned
-        for i in owned:
-            if self.handles[i]:
-                destroy(int(self.handles[i]))
+        owned = self.handles if self._owned is None else self.handles[self._owned]
+        if native.codec_calls is not None:
+            native.codec_calls.codec_destroy(lib.address["CodeStreamDestroy"], owned)
+            return
+        for handle in owned[owned != 0].tolist():
+            lib.CodeStreamDestroy(handle)
 
 
 def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
@@ -199,23 +217,41 @@ def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
     infos = np.zeros(n * _INFO_SIZE, np.uint8)
     template = np.frombuffer(bytes(L.header(L.ImageInfo(), L.IMAGE_INFO)), np.uint8)
     infos.reshape(n, _INFO_SIZE)[:] = template
-    base = infos.ctypes.data
-    handle = c_void_p()
-    instance = lib.instance
-    for i, data in enumerate(encoded):
-        arr = data if isinstance(data, np.ndarray) else np.frombuffer(memoryview(data), np.uint8)
-        if arr.size == 0:
-            continue
-        batch.keep.append(arr)
-        handle.value = None  # a non-null handle would be re-initialised, not a new one
-        if lib.CodeStreamCreateFromHostMem(
-            instance, byref(handle), arr.ctypes.data, arr.size, None
-        ):
-            continue
-        if lib.CodeStreamGetImageInfo(handle.value, base + i * _INFO_SIZE):
-            lib.CodeStreamDestroy(handle.value)
-            continue
-        batch.handles[i] = handle.value
+    arrays = [
+        data if isinstance(data, np.ndarray) else np.frombuffer(memoryview(data), np.uint8)
+        for data in encoded
+    ]
+    batch.keep = [arr for arr in arrays if arr.size]  # the code streams point into them
+    calls = native.codec_calls
+    if calls is not None:
+        sizes = np.fromiter((arr.size for arr in arrays), np.uint64, n)
+        ptrs = np.fromiter((arr.__array_interface__["data"][0] for arr in arrays), np.uint64, n)
+        calls.codec_parse(
+            lib.address["CodeStreamCreateFromHostMem"],
+            lib.address["CodeStreamGetImageInfo"],
+            lib.address["CodeStreamDestroy"],
+            lib.instance.value or 0,
+            ptrs,
+            sizes,
+            infos,
+            _INFO_SIZE,
+            batch.handles,
+        )
+    else:
+        base = infos.ctypes.data
+        handle = c_void_p()
+        for i, arr in enumerate(arrays):
+            if arr.size == 0:
+                continue
+            handle.value = None  # a non-null handle would be re-initialised, not a new one
+            if lib.CodeStreamCreateFromHostMem(
+                lib.instance, byref(handle), arr.ctypes.data, arr.size, None
+            ):
+                continue
+            if lib.CodeStreamGetImageInfo(handle.value, base + i * _INFO_SIZE):
+                lib.CodeStreamDestroy(handle.value)
+                continue
+            batch.handles[i] = handle.value
     batch.shapes[:, 0] = _u32(infos, _INFO_HEIGHT, _INFO_SIZE)
     batch.shapes[:, 1] = _u32(infos, _INFO_WIDTH, _INFO_SIZE)
     batch.shapes[batch.handles == 0] = 0
@@ -337,19 +373,26 @@ class CodecDecoder:
         _u64(infos, _INFO_STRIDE, _INFO_SIZE)[:] = hw[:, 1] * c
         _u64(infos, _INFO_BUFFER, _INFO_SIZE)[:] = job.base + offsets[:-1]
         _u64(infos, _INFO_STREAM, _INFO_SIZE)[:] = cuda_stream
-        job.sources = (c_void_p * n)(*streams.handles[idx].tolist())
-        job.images = images = (c_void_p * n)()
-        info_base = infos.ctypes.data
-        handle = c_void_p()
+        job.sources = streams.handles[idx]  # a copy: uint64, contiguous
+        job.images = images = np.zeros(n, np.uint64)
+        calls = native.codec_calls
         try:
-            for k in range(n):
-                handle.value = None
-                lib.check(
-                    lib.ImageCreate(lib.instance, byref(handle), info_base + k * _INFO_SIZE),
-                    "ImageCreate",
+            if calls is not None:
+                job.made, status = calls.codec_images(
+                    lib.address["ImageCreate"], lib.instance.value or 0, infos, _INFO_SIZE, images
                 )
-                images[k] = handle.value
-                job.made += 1
+                lib.check(status, "ImageCreate")
+            else:
+                info_base = infos.ctypes.data
+                handle = c_void_p()
+                for k in range(n):
+                    handle.value = None
+                    lib.check(
+                        lib.ImageCreate(lib.instance, byref(handle), info_base + k * _INFO_SIZE),
+                        "ImageCreate",
+                    )
+                    images[k] = handle.value
+                    job.made += 1
         except BaseException:
             self.finish(job, None)
             raise
@@ -364,7 +407,12 @@ class CodecDecoder:
         future = c_void_p()
         lib.check(
             lib.DecoderDecode(
-                self._handle, job.sources, job.images, n, byref(self._decode_params), byref(future)
+                self._handle,
+                job.sources.ctypes.data,
+                job.images.ctypes.data,
+                n,
+                byref(self._decode_params),
+                byref(future),
             ),
             "DecoderDecode",
         )
@@ -385,8 +433,12 @@ class CodecDecoder:
     ) -> tuple[list[DeviceImage | None], Any]:
         """Free the job's image descriptions; its images (None where decoding failed) and buffer."""
         lib = self._lib
-        for k in range(job.made):
-            lib.ImageDestroy(job.images[k])
+        made = job.images[: job.made] if job.made else None
+        if made is not None and native.codec_calls is not None:
+            native.codec_calls.codec_destroy(lib.address["ImageDestroy"], made)
+        elif made is not None:
+            for image in made.tolist():
+                lib.ImageDestroy(image)
         job.made = 0
         if job.n == 0 or statuses is None:
             return [], job.buffer

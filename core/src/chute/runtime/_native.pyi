@@ -48,3 +48,34 @@ def read_files(paths: Sequence[str], alloc: Callable[[int], Any], /) -> list[Any
 def jpeg_check_batch(
     buffers: Sequence[Buffer], only_jpeg: bool = ..., threads: int = ..., /
 ) -> list[str | None]: ...
+def codec_parse(
+    create: int,
+    info: int,
+    destroy: int,
+    instance: int,
+    ptrs: Buffer,
+    sizes: Buffer,
+    infos: Buffer,
+    info_size: int,
+    handles: Buffer,
+    /,
+) -> None: ...
+def codec_sub_streams(
+    get_sub: int, handles: Buffer, views: Buffer, view_size: int, out: Buffer, /
+) -> None: ...
+def codec_images(
+    create: int, instance: int, infos: Buffer, info_size: int, images: Buffer, /
+) -> tuple[int, int]: ...
+def codec_destroy(destroy: int, handles: Buffer, /) -> None: ...
+def random_crop_windows(
+    shapes: Buffer,
+    area_lo: float,
+    area_hi: float,
+    ratio_lo: float,
+    ratio_hi: float,
+    num_attempts: int,
+    keys: Buffer,
+    counters: Buffer,
+    out: Buffer,
+    /,
+) -> None: ...

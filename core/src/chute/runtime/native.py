@@ -19,11 +19,13 @@ except ImportError:  # pragma: no cover - installed where no C compiler was foun
 
 __all__ = [
     "available",
+    "codec_calls",
     "jpeg_check_batch",
     "jpeg_module",
     "lut_u8",
     "philox_blocks",
     "random_crop_window",
+    "random_crop_windows",
     "read_files",
     "resample_u8",
 ]
@@ -41,10 +43,15 @@ def _kernel(name: str) -> Any:
 available: bool = _module is not None
 resample_u8 = _kernel("resample_u8")
 random_crop_window = _kernel("random_crop_window")
+random_crop_windows = _kernel("random_crop_windows")
 philox_blocks = _kernel("philox_blocks")
 lut_u8 = _kernel("lut_u8")
 read_files = _kernel("read_files")
 jpeg_check_batch = _kernel("jpeg_check_batch")
+# nvImageCodec's per-sample calls, a batch per call (chute.gpu.codec_api): all four or none
+codec_calls: ModuleType | None = (
+    _module if _module is not None and _kernel("codec_parse") is not None else None
+)
 
 
 def jpeg_module(library_path: str) -> ModuleType | None:

@@ -238,7 +238,7 @@ def random_crop_windows(
     for i in np.flatnonzero(ok).tolist():
         result[i] = (int(y0[i]), int(x0[i]), int(ch[i]), int(cw[i]))
     if attempts == num_attempts:  # all attempts drawn: where none fit, no draw follows
-        for i in np.flatnonzero(~found).tolist():
+        for i in np.flatnonzero(~found & (heights > 0) & (widths > 0)).tolist():
             result[i] = centre_crop_window(int(heights[i]), int(widths[i]), aspect_ratio)
     return result
 

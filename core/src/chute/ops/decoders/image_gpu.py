@@ -28,7 +28,7 @@ from chute.ops.decoders.image_headers import DecodeError, check_pixels
 from chute.ops.decoders.jpeg_structure import structure_errors
 from chute.runtime import native, philox
 from chute.runtime.context import sample_generator
-from chute.runtime.crop_window import random_crop_window, stream_crop_window
+from chute.runtime.crop_window import centre_crop_window, random_crop_window, stream_crop_window
 from chute.types import to_dtype
 
 __all__ = [
@@ -191,13 +191,22 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
     orientation, which training JPEGs rarely carry).
     """
     area, ratio, attempts = args["random_area"], args["random_aspect_ratio"], args["num_attempts"]
-    shapes = np.asarray(shapes, np.int64).reshape(-1, 2)
+    shapes = np.ascontiguousarray(np.asarray(shapes, np.int64).reshape(-1, 2))
     n = len(shapes)
     meta = [ctx.meta[i] if i < len(ctx.meta) else None for i in range(n)]
     found: list = [None] * n
-    if native.random_crop_window is not None and n:
-        # compiled: each sample's whole draw in C from its stream (~1 us a sample, exact
-        # with the per-sample path whatever the attempts)
+    if native.random_crop_windows is not None and n:
+        # compiled: the batch's draws in one call without the GIL, each sample's from its
+        # own stream (exact with the per-sample path whatever the attempts); -1 rows: no
+        # attempt fit (the centre crop below) or an empty shape
+        key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
+        drawn = np.empty((n, 4), np.int64)
+        native.random_crop_windows(shapes, *area, *ratio, attempts, key, ctr, drawn)
+        fits = drawn[:, 2] > 0
+        found = [w if ok else None for w, ok in zip(drawn.tolist(), fits.tolist())]
+        for i in np.flatnonzero(~fits & (shapes[:, 0] > 0) & (shapes[:, 1] > 0)).tolist():
+            found[i] = centre_crop_window(int(shapes[i, 0]), int(shapes[i, 1]), tuple(ratio))
+    elif native.random_crop_window is not None and n:
         key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
         lo_hi, ratio, keys, ctrs = tuple(area), tuple(ratio), key.tolist(), ctr.tolist()
         for i, (h, w) in enumerate(shapes.tolist()):

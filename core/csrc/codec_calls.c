@@ -1,0 +1,173 @@
+/* chute.runtime._native.codec_*: nvImageCodec's per-sample calls for a whole batch, in one call
+ * without the GIL.
+ *
+ * A mixed decoder makes seven short nvImageCodec calls per sample (parse the code stream, read
+ * its header, cut the ROI's sub-stream, describe the output image, and free all three). Made
+ * through ctypes one at a time, they held the GIL for a fifth of a 32-core host's training
+ * step (py-spy, session 13), the GIL being what bound the pipeline. Here each is one loop over
+ * the batch with the GIL released. The library is not linked: chute.gpu.codec_api passes the
+ * addresses of the functions ctypes loaded (all return nvimgcodecStatus_t, 0 for success).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "native.h"
+
+typedef int (*create_stream_fn)(void *instance, void **stream, const void *data, size_t length,
+                                const void *view);
+typedef int (*stream_info_fn)(void *stream, void *info);
+typedef int (*sub_stream_fn)(void *stream, void **sub, const void *view);
+typedef int (*create_image_fn)(void *instance, void **image, const void *info);
+typedef int (*destroy_fn)(void *handle);
+
+/* a C-contiguous buffer of 8-byte items (uint64 NumPy arrays), writable where asked */
+static int u64_buffer(PyObject *obj, Py_buffer *view, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != 8 || view->len % 8) {
+        PyErr_Format(PyExc_ValueError, "%s must be a contiguous array of 8-byte items", name);
+        PyBuffer_Release(view);
+        view->obj = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void *as_fn(unsigned long long address) { return (void *)(uintptr_t)address; }
+
+PyObject *codec_parse(PyObject *self, PyObject *args) {
+    unsigned long long create_a, info_a, destroy_a, instance;
+    PyObject *ptrs_obj, *sizes_obj, *infos_obj, *handles_obj;
+    Py_ssize_t info_size;
+    if (!PyArg_ParseTuple(args, "KKKKOOOnO", &create_a, &info_a, &destroy_a, &instance, &ptrs_obj,
+                          &sizes_obj, &infos_obj, &info_size, &handles_obj))
+        return NULL;
+    Py_buffer p = {0}, s = {0}, inf = {0}, h = {0};
+    PyObject *result = NULL;
+    if (u64_buffer(ptrs_obj, &p, 0, "ptrs") < 0 || u64_buffer(sizes_obj, &s, 0, "sizes") < 0 ||
+        u64_buffer(handles_obj, &h, 1, "handles") < 0 ||
+        PyObject_GetBuffer(infos_obj, &inf, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    Py_ssize_t n = p.len / 8;
+    if (s.len / 8 != n || h.len / 8 != n || info_size <= 0 || inf.len < n * info_size) {
+        PyErr_SetString(PyExc_ValueError, "codec_parse: ptrs, sizes, handles and infos disagree");
+        goto done;
+    }
+    create_stream_fn create = (create_stream_fn)as_fn(create_a);
+    stream_info_fn info = (stream_info_fn)as_fn(info_a);
+    destroy_fn destroy = (destroy_fn)as_fn(destroy_a);
+    const unsigned long long *ptr = p.buf, *size = s.buf;
+    unsigned long long *handle = h.buf;
+    char *infos = inf.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        handle[i] = 0;
+        if (!size[i]) continue;
+        void *stream = NULL; /* a non-null handle would be re-initialised, not a new one */
+        if (create((void *)(uintptr_t)instance, &stream, (const void *)(uintptr_t)ptr[i],
+                   (size_t)size[i], NULL) != 0 || !stream)
+            continue;
+        if (info(stream, infos + i * info_size) != 0) {
+            destroy(stream);
+            continue;
+        }
+        handle[i] = (unsigned long long)(uintptr_t)stream;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (p.obj) PyBuffer_Release(&p);
+    if (s.obj) PyBuffer_Release(&s);
+    if (inf.obj) PyBuffer_Release(&inf);
+    if (h.obj) PyBuffer_Release(&h);
+    return result;
+}
+
+PyObject *codec_sub_streams(PyObject *self, PyObject *args) {
+    unsigned long long get_a;
+    PyObject *handles_obj, *views_obj, *out_obj;
+    Py_ssize_t view_size;
+    if (!PyArg_ParseTuple(args, "KOOnO", &get_a, &handles_obj, &views_obj, &view_size, &out_obj))
+        return NULL;
+    Py_buffer h = {0}, v = {0}, o = {0};
+    PyObject *result = NULL;
+    if (u64_buffer(handles_obj, &h, 0, "handles") < 0 || u64_buffer(out_obj, &o, 1, "out") < 0 ||
+        PyObject_GetBuffer(views_obj, &v, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    Py_ssize_t n = h.len / 8;
+    if (o.len / 8 != n || view_size <= 0 || v.len < n * view_size) {
+        PyErr_SetString(PyExc_ValueError, "codec_sub_streams: handles, views and out disagree");
+        goto done;
+    }
+    sub_stream_fn get = (sub_stream_fn)as_fn(get_a);
+    const unsigned long long *handle = h.buf;
+    unsigned long long *out = o.buf;
+    const char *views = v.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        void *sub = NULL;
+        if (out[i] || !handle[i]) continue; /* out[i] set: no region, the stream itself */
+        if (get((void *)(uintptr_t)handle[i], &sub, views + i * view_size) == 0 && sub)
+            out[i] = (unsigned long long)(uintptr_t)sub;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (h.obj) PyBuffer_Release(&h);
+    if (v.obj) PyBuffer_Release(&v);
+    if (o.obj) PyBuffer_Release(&o);
+    return result;
+}
+
+PyObject *codec_images(PyObject *self, PyObject *args) {
+    unsigned long long create_a, instance;
+    PyObject *infos_obj, *images_obj;
+    Py_ssize_t info_size;
+    if (!PyArg_ParseTuple(args, "KKOnO", &create_a, &instance, &infos_obj, &info_size, &images_obj))
+        return NULL;
+    Py_buffer inf = {0}, im = {0};
+    PyObject *result = NULL;
+    if (u64_buffer(images_obj, &im, 1, "images") < 0 ||
+        PyObject_GetBuffer(infos_obj, &inf, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    Py_ssize_t n = im.len / 8, made = 0;
+    if (info_size <= 0 || inf.len < n * info_size) {
+        PyErr_SetString(PyExc_ValueError, "codec_images: infos and images disagree");
+        goto done;
+    }
+    create_image_fn create = (create_image_fn)as_fn(create_a);
+    unsigned long long *images = im.buf;
+    const char *infos = inf.buf;
+    int status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; made < n; made++) {
+        void *image = NULL;
+        status = create((void *)(uintptr_t)instance, &image, infos + made * info_size);
+        if (status != 0) break;
+        images[made] = (unsigned long long)(uintptr_t)image;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("ni", made, status);
+done:
+    if (inf.obj) PyBuffer_Release(&inf);
+    if (im.obj) PyBuffer_Release(&im);
+    return result;
+}
+
+PyObject *codec_destroy(PyObject *self, PyObject *args) {
+    unsigned long long destroy_a;
+    PyObject *handles_obj;
+    if (!PyArg_ParseTuple(args, "KO", &destroy_a, &handles_obj)) return NULL;
+    Py_buffer h = {0};
+    if (u64_buffer(handles_obj, &h, 0, "handles") < 0) return NULL;
+    destroy_fn destroy = (destroy_fn)as_fn(destroy_a);
+    const unsigned long long *handle = h.buf;
+    Py_ssize_t n = h.len / 8;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (handle[i]) destroy((void *)(uintptr_t)handle[i]);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&h);
+    Py_RETURN_NONE;
+}
