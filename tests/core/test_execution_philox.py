@@ -277,3 +277,38 @@ def test_batched_uniform_equals_per_sample_uniform(kwargs, tmp_path, monkeypatch
         for x, y in zip(a, b):
             assert x.dtype == y.dtype and x.shape == y.shape
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    ("kind", "values", "at_once"),
+    [
+        ("int", [np.array(1, np.int32), np.array(-4, np.int32), np.array(7, np.int32)], True),
+        ("int", [np.array([2**40]), np.array([3])], True),
+        ("int", [np.array(True), np.array(False)], True),
+        ("bool", [np.array(1, np.uint8), np.array(0, np.uint8)], True),
+        ("float", [np.array(0.1, np.float32), np.array(3, np.int16), np.array(2.25)], True),
+        ("int", [np.array(2.0), np.array(3.0)], False),  # float dtype: one by one
+        ("float", [np.array(1.0), 2.0], False),  # not all arrays
+        ("int", [np.array(1), np.array([2])], False),  # shapes differ
+    ],
+)
+def test_a_numeric_column_converts_as_each_value_would(kind, values, at_once):
+    from chute.graph.schema import Arg
+    from chute.runtime.context import _numeric_column
+
+    arg = Arg("x", kind, 0)
+    fast = _numeric_column(arg, values)
+    assert (fast is not None) == at_once
+    if at_once:
+        expected = [arg.convert("op", v) for v in values]
+        assert fast == expected
+        assert [type(v) for v in fast] == [type(v) for v in expected]
+
+
+def test_a_numeric_column_leaves_bad_values_to_the_checked_path():
+    from chute.graph.schema import Arg
+    from chute.runtime.context import _numeric_column
+
+    assert _numeric_column(Arg("x", "float", 0.0), [np.array(np.nan), np.array(1.0)]) is None
+    assert _numeric_column(Arg("x", "int", 0, choices=(0, 1)), [np.array(3)]) is None
+    assert _numeric_column(Arg("x", "int", 0), [np.array([1, 2]), np.array([3, 4])]) is None

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from chute.gpu.codec_api import DeviceImage
 from chute.gpu.runtime import require_gpu
 
 __all__ = [
@@ -186,6 +187,14 @@ def _describe_inputs(
     arrays, ptrs, strides = [], [], []
     shapes = np.empty((len(inputs), 3), np.int64)
     for i, a in enumerate(inputs):
+        if type(a) is DeviceImage:  # a decoder's image: contiguous rows, no wrapping needed
+            h, w, c = a.shape
+            if c <= 4:
+                arrays.append(a)
+                ptrs.append(a.ptr)
+                strides.append(w * c)
+                shapes[i] = (h, w, c)
+                continue
         if not isinstance(a, cupy.ndarray):
             cai = getattr(a, "__cuda_array_interface__", None)
             if cai is not None and cai["typestr"] == "|u1" and len(cai["shape"]) in (2, 3):

@@ -141,6 +141,36 @@ class BatchContext:
         )
 
 
+def _numeric_column(arg: Any, values: list[Any]) -> list[Any] | None:
+    """A column of one-number NumPy values (a random operator's draws) converted at once.
+
+    What Arg.convert gives each, for the cases that cannot fail: integers and bools for an
+    int or bool argument, finite floats for a float one; None for anything else (converted
+    one by one, with its error).
+    """
+    if arg.type not in ("int", "bool", "float") or arg.choices is not None or not values:
+        return None
+    if not all(type(v) is np.ndarray for v in values):
+        return None
+    try:
+        column = np.asarray(values)
+    except ValueError:
+        return None
+    if column.size != len(values):
+        return None
+    column = column.reshape(-1)
+    kind = column.dtype.kind
+    if arg.type == "int" and kind in "iu":
+        return column.tolist()  # Python ints, exact
+    if arg.type == "int" and kind == "b":
+        return column.astype(np.int64).tolist()
+    if arg.type == "bool" and kind in "iub":
+        return column.astype(bool).tolist()
+    if arg.type == "float" and kind in "iubf" and np.isfinite(column).all():
+        return column.astype(np.float64).tolist()
+    return None
+
+
 class BatchArgs:
     """The arguments of a whole batch, for batch-level and GPU operators."""
 
@@ -159,8 +189,12 @@ class BatchArgs:
         """The converted value of an argument for each sample."""
         if name in self.columns:
             arg = self.node.schema.arg(name)
+            values = self.columns[name]
+            fast = _numeric_column(arg, values)
+            if fast is not None:
+                return fast
             label = self.node.schema.display_name
-            return [arg.convert(label, v) for v in self.columns[name]]
+            return [arg.convert(label, v) for v in values]
         return [self.node.arg(name)] * self.n
 
     def __getitem__(self, name: str) -> Any:

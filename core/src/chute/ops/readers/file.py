@@ -351,7 +351,8 @@ class FileSource(ShardedSource):
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
         slots, meta = self.take_batch(lambda i: self.files[i])
         paths = [self.files[s.index] for s in slots]
-        labels = [self.labels[s.index : s.index + 1].copy() for s in slots]
+        rows = np.fromiter((s.index for s in slots), np.int64, len(slots))
+        labels = list(self.labels[rows].reshape(-1, 1))  # (1,) each, one new array
         data = self.processes.read(paths) if self.processes is not None else None
         if data is None:
             data = read_files(paths, self.use_mmap)

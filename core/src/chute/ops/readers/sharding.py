@@ -111,8 +111,11 @@ class EpochPlan:
         else:
             lo, hi = self.shard_bounds(epoch)
             mine = order[lo:hi]
+        start, stop = j * self.batch_size, (j + 1) * self.batch_size
+        if stop <= len(mine):  # a batch of real samples (all but an epoch's last)
+            return [Slot(index, True) for index in mine[start:stop].tolist()]
         slots = []
-        for k in range(j * self.batch_size, (j + 1) * self.batch_size):
+        for k in range(start, stop):
             if k < len(mine):
                 slots.append(Slot(int(mine[k]), True))
             elif len(mine) == 0:
