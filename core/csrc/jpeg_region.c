@@ -32,6 +32,7 @@ PyObject *jpeg_entropy_batch(PyObject *self, PyObject *args) { return jpeg_bind(
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,9 +303,32 @@ PyObject *jpeg_decode(PyObject *self, PyObject *args) {
     return NULL;
 }
 
+/* jpeg_decode_batch's workers: each takes the next task until none is left (images differ
+ * in cost, so fixed ranges would leave threads idle) */
+typedef struct {
+    Task *tasks;
+    char (*messages)[256];
+    int *status;
+    Py_ssize_t n;
+    atomic_long next;
+} decode_job;
+
+static void decode_worker(void *arg, Py_ssize_t start, Py_ssize_t stop) {
+    decode_job *job = arg;
+    (void)start;
+    (void)stop;
+    for (;;) {
+        long i = atomic_fetch_add(&job->next, 1);
+        if (i >= job->n) return;
+        job->status[i] = task_run(&job->tasks[i], job->messages[i], 256);
+    }
+}
+
 PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) {
     PyObject *items;
-    if (!check_bound() || !PyArg_ParseTuple(args, "O!", &PyList_Type, &items)) return NULL;
+    int threads = 1;
+    if (!check_bound() || !PyArg_ParseTuple(args, "O!|i", &PyList_Type, &items, &threads))
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
     Task *tasks = PyMem_Calloc(n ? n : 1, sizeof(Task));
     char (*messages)[256] = PyMem_Calloc(n ? n : 1, 256);
@@ -324,7 +348,13 @@ PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) {
         if (task_open(&tasks[opened], item) < 0) goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) status[i] = task_run(&tasks[i], messages[i], 256);
+    if (threads <= 1 || n <= 1) {
+        for (Py_ssize_t i = 0; i < n; i++) status[i] = task_run(&tasks[i], messages[i], 256);
+    } else {
+        decode_job job = {tasks, messages, status, n, 0};
+        int workers = threads < n ? threads : (int)n;
+        parallel_for(workers, workers, 1, decode_worker, &job);
+    }
     Py_END_ALLOW_THREADS
     result = PyList_New(n);
     for (Py_ssize_t i = 0; result && i < n; i++) {

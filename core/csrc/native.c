@@ -306,8 +306,9 @@ static PyMethodDef methods[] = {
      "`out`, without the GIL. pixel_format: TurboJPEG's TJPF_RGB 0, TJPF_BGR 1, TJPF_GRAY 6.\n"
      "ValueError with the library's message for corrupt data."},
     {"jpeg_decode_batch", jpeg_decode_batch, METH_VARARGS,
-     "jpeg_decode_batch(items) -> list\n\n"
-     "jpeg_decode(*item) for each tuple of the list `items`, all in one call without the GIL.\n"
+     "jpeg_decode_batch(items, threads=1) -> list\n\n"
+     "jpeg_decode(*item) for each tuple of the list `items`, all in one call without the GIL,\n"
+     "on up to `threads` native threads (this one included; each takes the next item).\n"
      "Returns None per decoded item, or the library's message (str) for data it could not\n"
      "decode; bad arguments raise before anything is decoded."},
     {"jpeg_entropy_batch", jpeg_entropy_batch, METH_VARARGS,

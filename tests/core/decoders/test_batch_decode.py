@@ -135,3 +135,33 @@ def test_bad_batch_items_raise_before_decoding():
     with pytest.raises(TypeError):
         native.jpeg_decode_batch([[BUFS[0], out, 0, 8, 0, 0]])
     assert native.jpeg_decode_batch([]) == []
+
+
+@needs_native
+@pytest.mark.parametrize("threads", [2, 5, 64])
+def test_batch_items_on_native_threads_give_what_one_thread_gives(threads):
+    """Each worker takes the next item: every item decoded once, into its own output, the
+    same pixels and the same messages as on one thread, whatever the thread count."""
+    native = turbo.load().native
+    cut = np.concatenate([BUFS[2][: BUFS[2].size // 3], np.frombuffer(b"\xff\xd9", np.uint8)])
+    data = [*BUFS, cut, np.frombuffer(b"not a jpeg", np.uint8)] * 3
+
+    def run(n_threads):
+        outs, items = [], []
+        for k, buf in enumerate(data):
+            h, w = (8, 12) if k % 3 else (4, 5)
+            out = np.full((h, w, 3), 7, np.uint8)
+            outs.append(out)
+            items.append((buf, out, k % 2, 8, k % 4, k % 5))
+        return outs, native.jpeg_decode_batch(items, n_threads)
+
+    ref_out, ref_errors = run(1)
+    got_out, got_errors = run(threads)
+    assert got_errors == ref_errors
+    n = len(BUFS) + 2
+    bad = [k for k, e in enumerate(ref_errors) if e is not None]
+    # CMYK, PNG, WebP and the non-image, in each copy (the cut JPEG's top rows decode)
+    assert {c * n + k for c in range(3) for k in (n - 5, n - 4, n - 3, n - 1)} <= set(bad)
+    assert len(bad) < len(data) // 2
+    for a, b in zip(got_out, ref_out):
+        np.testing.assert_array_equal(a, b)

@@ -188,6 +188,50 @@ def test_cpu_share_matches_gpu_decode(jpegs, backend):
     d.close()
 
 
+def test_turbo_cpu_share_gives_the_cpu_decoders_pixels(jpegs):
+    """The "turbo" CPU group decodes with chute's own CPU decoder: the very pixels of
+    decoders.image on the CPU for each ROI; a sample its batch call refuses (not a JPEG, a
+    CMYK JPEG) goes to the per-sample CPU path; BGR is RGB reversed."""
+    from chute.ops.decoders import image_codec
+    from chute.ops.decoders.image_gpu import _cpu_decode, _cpu_regions
+
+    png = encode(photo_like(np.random.default_rng(3), 40, 30), "PNG")
+    cmyk = io.BytesIO()
+    Image.fromarray(photo_like(np.random.default_rng(4), 32, 48)).convert("CMYK").save(cmyk, "JPEG")
+    batch = [*jpegs, png, cmyk.getvalue()]
+    rois = [(16, 24, 200, 300), None, (13, 7, 50, 61), None, (8, 8, 48, 40), (5, 2, 230, 15)]
+    rois += [None, (2, 3, 20, 30)]
+    d = BatchDecoder(0, cpu_share=1.0, cpu_backend="turbo", cpu_threads=3)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    out = d.decode(batch, rois, stream=stream, cpu_decode=_cpu_decode, cpu_regions=_cpu_regions)
+    bgr = d.decode(
+        batch, rois, "BGR", stream=stream, cpu_decode=_cpu_decode, cpu_regions=_cpu_regions
+    )
+    stream.synchronize()
+    assert out.errors == [None] * 8
+    assert out.sources == ["cpu"] * 6 + ["fallback"] * 2
+    for i, (data, roi) in enumerate(zip(batch, rois)):
+        region = None if roi is None else (roi[0], roi[1], roi[0] + roi[2], roi[1] + roi[3])
+        expected = image_codec.decode(data, output_type="RGB", roi=region)
+        np.testing.assert_array_equal(cupy.asnumpy(out.images[i]), expected, err_msg=str(i))
+        np.testing.assert_array_equal(cupy.asnumpy(bgr.images[i]), expected[..., ::-1])
+    d.close()
+
+
+def test_turbo_cpu_share_auto_balances_and_keeps_every_sample(jpegs):
+    from chute.ops.decoders.image_gpu import _cpu_decode, _cpu_regions
+
+    d = BatchDecoder(0, cpu_share="auto", cpu_backend="turbo", cpu_threads=2)
+    batch = jpegs * 20
+    for _ in range(4):
+        out = d.decode(batch, cpu_decode=_cpu_decode, cpu_regions=_cpu_regions)
+        assert out.errors == [None] * len(batch)
+        assert [img.shape[:2] for img in out.images] == [(h, w) for h, w in SHAPES] * 20
+    assert set(d._balancer._rates) >= {"cpu"}
+    assert d._balancer.low <= d._balancer.share() <= d._balancer.high
+    d.close()
+
+
 def test_split_shares():
     d = BatchDecoder(0, hw_decoder_load=0.75, cpu_share=0.2, cpu_threads=2)
     assert d.split(256) == {"cpu": 51, "hw": 154, "cuda": 51}

@@ -91,9 +91,12 @@ class BatchDecoder:
 
     Each batch is split into up to three groups decoded at the same time, each by its
     own nvImageCodec decoder on its own thread: ``cpu_share`` of the batch on the CPU
-    (``cpu_backend`` "nvimgcodec": libjpeg-turbo inside nvImageCodec, ROI-aware; or
-    "opencv": our threads; ``cpu_share="auto"`` balances the share batch by batch from the
-    groups' measured decode rates, chute.gpu.share_balance), then ``hw_decoder_load`` of
+    (``cpu_backend`` "nvimgcodec": libjpeg-turbo inside nvImageCodec, ROI-aware; "turbo":
+    the caller's libjpeg-turbo batch decoder (``decode``'s ``cpu_regions``: chute's CPU
+    decoder, on ``cpu_threads`` native threads without the GIL, into one pinned buffer
+    uploaded in one copy); or "opencv": ``cpu_decode`` per sample on our threads;
+    ``cpu_share="auto"`` balances the share batch by batch from the groups' measured
+    decode rates, chute.gpu.share_balance), then ``hw_decoder_load`` of
     the rest on the hardware JPEG decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
     hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
     threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
@@ -128,8 +131,10 @@ class BatchDecoder:
         nvjpeg_guard.warn_once()  # another library's libnvjpeg keeps JPEGs off the GPU
         self._balancer = ShareBalancer() if cpu_share == "auto" else None
         if self._balancer is not None:
-            if cpu_backend != "nvimgcodec":
-                raise ValueError("cpu_share='auto' balances nvImageCodec's CPU backend only")
+            if cpu_backend == "opencv":
+                raise ValueError(
+                    "cpu_share='auto' balances the 'nvimgcodec' and 'turbo' CPU groups"
+                )
             cpu_share = self._balancer.share()
         elif isinstance(cpu_share, str):
             raise ValueError(f"cpu_share must be a number in [0, 1] or 'auto'; got {cpu_share!r}")
@@ -137,12 +142,15 @@ class BatchDecoder:
             raise ValueError("cpu_share and hw_decoder_load must be in [0, 1]")
         if cuda_backend not in ("gpu", "hybrid"):
             raise ValueError(f"cuda_backend must be 'gpu' or 'hybrid'; got {cuda_backend!r}")
-        if cpu_backend not in ("nvimgcodec", "opencv"):
-            raise ValueError(f"cpu_backend must be 'nvimgcodec' or 'opencv'; got {cpu_backend!r}")
+        if cpu_backend not in ("nvimgcodec", "opencv", "turbo"):
+            raise ValueError(
+                f"cpu_backend must be 'nvimgcodec', 'turbo' or 'opencv'; got {cpu_backend!r}"
+            )
         self.device_id = device_id
         self.cpu_share = cpu_share
         self.hw_decoder_load = hw_decoder_load if use_hw_decoder else 0.0
         self.cpu_backend = cpu_backend
+        self.cpu_threads = cpu_threads or min(16, os.cpu_count() or 4)  # the "turbo" group's
         self.hw_roi = hw_roi
         opts = " ".join(
             x for x in (":fancy_upsampling=1" if fancy_upsampling else "", options) if x
@@ -287,6 +295,7 @@ class BatchDecoder:
         on_stream: bool = False,
         reject: dict[int, str] | None = None,
         cpu_decode: Any = None,
+        cpu_regions: Any = None,
     ) -> DecodedBatch:
         """Decode a batch (encoded bytes or a ParsedBatch), each sample cropped to its ROI.
 
@@ -300,6 +309,10 @@ class BatchDecoder:
         :meth:`parse`: a structure fault, a size above its pixel limit) to the reason: they
         are neither decoded nor allocated for. ``cpu_decode(data, roi, out_type)`` decodes
         the samples no GPU backend takes (default: OpenCV, then Pillow).
+        ``cpu_regions(items, threads)`` is the "turbo" CPU group's decoder: items
+        ``(data, out, pixel_format, 8, y0, x0)`` (chute.runtime._native.jpeg_decode_batch's),
+        per item None or the reason it was not decoded (that sample then goes to
+        ``cpu_decode``); without it the group's samples go to ``cpu_decode``.
         """
         cupy = self._cupy
         out_type = output_type_name(output_type)
@@ -330,9 +343,22 @@ class BatchDecoder:
                     futures[i] = self._submit_cpu(
                         parsed.encoded[i], regions[i], out_type, stream, cpu_decode
                     )
+            turbo = groups.pop("cpu") if self.cpu_backend == "turbo" else []
             named = [(name, idx) for name, idx in groups.items() if idx]
             # every group but the first runs on a pool thread; the first on this one
-            jobs = [
+            jobs = (
+                [
+                    (
+                        "cpu",
+                        self._group_pool.submit(
+                            self._decode_turbo, parsed, turbo, out_type, stream, cpu_regions
+                        ),
+                    )
+                ]
+                if turbo
+                else []
+            )
+            jobs += [
                 (
                     name,
                     self._group_pool.submit(
@@ -441,6 +467,58 @@ class BatchDecoder:
             keep.append(buffer)  # pinned memory read by the copy
         return list(zip(idx, images)), keep
 
+    def _decode_turbo(
+        self, parsed: ParsedBatch, idx: list[int], out_type: str, stream: Any, cpu_regions: Any
+    ) -> tuple[list[tuple[int, Any]], list[Any]]:
+        """The "turbo" CPU group: samples ``idx`` by ``cpu_regions`` into one pinned buffer.
+
+        JPEGs without EXIF orientation only, for RGB and BGR output; every other sample,
+        and any the batch call did not decode, comes back None (decoded by the caller's
+        per-sample CPU path, whose rules decide). Returns (index, image) pairs and the
+        pinned buffer the upload reads.
+        """
+        start = time.perf_counter()
+        cupy = self._cupy
+        fmt = _TURBO_FORMATS.get(out_type)
+        out: dict[int, Any] = dict.fromkeys(idx)
+        streams, regions = parsed.streams, parsed.regions
+        take = []
+        if fmt is not None and cpu_regions is not None:
+            for i in idx:
+                if streams.rotated[i] or streams.flipped[i] or not _is_jpeg(parsed.encoded[i]):
+                    continue
+                region = regions[i]
+                if region is None:
+                    y0, x0, (h, w) = 0, 0, streams.shapes[i].tolist()
+                else:
+                    y0, x0, y1, x1 = region
+                    h, w = y1 - y0, x1 - x0
+                if h > 0 and w > 0:
+                    take.append((i, y0, x0, h, w))
+        if not take:
+            return list(out.items()), []
+        sizes = np.array([h * w * 3 for *_, h, w in take], np.int64)
+        offsets = np.zeros(len(take) + 1, np.int64)
+        np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])
+        import cupyx
+
+        host = cupyx.empty_pinned(int(offsets[-1]), np.uint8)
+        items = [
+            (parsed.encoded[i], host[o : o + h * w * 3].reshape(h, w, 3), fmt, 8, y0, x0)
+            for (i, y0, x0, h, w), o in zip(take, offsets.tolist())
+        ]
+        errors = cpu_regions(items, self.cpu_threads)
+        with cupy.cuda.Device(self.device_id):
+            device = cupy.empty(host.shape, np.uint8)
+            device.set(host, stream=stream)
+        base = device.data.ptr
+        for (i, _, _, h, w), o, error in zip(take, offsets.tolist(), errors):
+            if error is None:
+                out[i] = DeviceImage(device, base + o, (h, w, 3))
+        if self._balancer is not None:
+            self._balancer.record("cpu", len(idx), time.perf_counter() - start)
+        return list(out.items()), [host]
+
     def _submit_cpu(
         self, data: Any, region: Any, out_type: str, stream: Any, decode: Any = None
     ) -> Future:
@@ -459,6 +537,14 @@ class BatchDecoder:
             stream,
             decode,
         )
+
+
+_TURBO_FORMATS = {"RGB": 0, "BGR": 1}  # TurboJPEG's pixel formats
+
+
+def _is_jpeg(data: Any) -> bool:
+    head = memoryview(data).cast("B")[:3].tobytes() if len(data) >= 3 else b""
+    return head == b"\xff\xd8\xff"
 
 
 def _timed(call: Any, *args: Any) -> tuple[Any, float]:

@@ -21,7 +21,7 @@ def jpeg_decode(
     buf: Buffer, out: Buffer, pixel_format: int, numerator: int, y0: int, x0: int, /
 ) -> None: ...
 def jpeg_decode_batch(
-    items: Sequence[tuple[Buffer, Buffer, int, int, int, int]], /
+    items: Sequence[tuple[Buffer, Buffer, int, int, int, int]], threads: int = ..., /
 ) -> list[str | None]: ...
 def jpeg_entropy_batch(
     buffers: Sequence[Buffer], max_pixels: int = ..., threads: int = ..., /

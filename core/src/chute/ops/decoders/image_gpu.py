@@ -21,7 +21,7 @@ import numpy as np
 
 from chute.gpu.batches import decoded_images
 from chute.gpu.batches import decoders as _decoders
-from chute.ops.decoders import image_codec
+from chute.ops.decoders import image_codec, turbo
 from chute.ops.decoders.entropy_check import CheckedFiles, check_entropy_enabled
 from chute.ops.decoders.image_codec import MAX_IMAGE_PIXELS
 from chute.ops.decoders.image_headers import DecodeError, check_pixels
@@ -82,6 +82,7 @@ def decode_mixed(inputs: list, args: Any, ctx: Any, windows: Any = None) -> Any:
             on_stream=True,
             reject=refused,
             cpu_decode=_cpu_decode,
+            cpu_regions=_cpu_regions,
         )
     failed = {i: err for i, err in enumerate(result.errors) if err is not None}
     if corrupt is not None:
@@ -171,6 +172,15 @@ def refuse_sizes(shapes: Any, handles: Any, refused: dict[int, str]) -> dict[int
         except DecodeError as exc:
             out[i] = str(exc)
     return out
+
+
+def _cpu_regions(items: list[tuple], threads: int) -> list[str | None]:
+    """The GPU decoder's "turbo" CPU group: chute's libjpeg-turbo decode of whole batches
+    (the CPU decoder's very code), GIL-free on ``threads`` native threads."""
+    decoder = turbo.load()
+    if decoder is None or decoder.native is None:
+        return ["chute's compiled libjpeg-turbo decoder is not built"] * len(items)
+    return decoder.native.jpeg_decode_batch(items, threads)
 
 
 def _cpu_decode(data: Any, roi: Any, out_type: str) -> np.ndarray:
