@@ -38,35 +38,43 @@ static void *as_fn(unsigned long long address) { return (void *)(uintptr_t)addre
 
 PyObject *codec_parse(PyObject *self, PyObject *args) {
     unsigned long long create_a, info_a, destroy_a, instance;
-    PyObject *ptrs_obj, *sizes_obj, *infos_obj, *handles_obj;
+    PyObject *buffers_obj, *infos_obj, *handles_obj;
     Py_ssize_t info_size;
-    if (!PyArg_ParseTuple(args, "KKKKOOOnO", &create_a, &info_a, &destroy_a, &instance, &ptrs_obj,
-                          &sizes_obj, &infos_obj, &info_size, &handles_obj))
+    if (!PyArg_ParseTuple(args, "KKKKOOnO", &create_a, &info_a, &destroy_a, &instance,
+                          &buffers_obj, &infos_obj, &info_size, &handles_obj))
         return NULL;
-    Py_buffer p = {0}, s = {0}, inf = {0}, h = {0};
+    PyObject *seq = PySequence_Fast(buffers_obj, "codec_parse takes a list of buffers");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), got = 0;
+    Py_buffer inf = {0}, h = {0};
+    Py_buffer *views = PyMem_Calloc(n ? n : 1, sizeof(Py_buffer));
     PyObject *result = NULL;
-    if (u64_buffer(ptrs_obj, &p, 0, "ptrs") < 0 || u64_buffer(sizes_obj, &s, 0, "sizes") < 0 ||
-        u64_buffer(handles_obj, &h, 1, "handles") < 0 ||
-        PyObject_GetBuffer(infos_obj, &inf, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    Py_ssize_t n = p.len / 8;
-    if (s.len / 8 != n || h.len / 8 != n || info_size <= 0 || inf.len < n * info_size) {
-        PyErr_SetString(PyExc_ValueError, "codec_parse: ptrs, sizes, handles and infos disagree");
+    if (!views) {
+        PyErr_NoMemory();
         goto done;
     }
+    if (u64_buffer(handles_obj, &h, 1, "handles") < 0 ||
+        PyObject_GetBuffer(infos_obj, &inf, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    if (h.len / 8 != n || info_size <= 0 || inf.len < n * info_size) {
+        PyErr_SetString(PyExc_ValueError, "codec_parse: buffers, handles and infos disagree");
+        goto done;
+    }
+    for (; got < n; got++)
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_SIMPLE) < 0)
+            goto done;
     create_stream_fn create = (create_stream_fn)as_fn(create_a);
     stream_info_fn info = (stream_info_fn)as_fn(info_a);
     destroy_fn destroy = (destroy_fn)as_fn(destroy_a);
-    const unsigned long long *ptr = p.buf, *size = s.buf;
     unsigned long long *handle = h.buf;
     char *infos = inf.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         handle[i] = 0;
-        if (!size[i]) continue;
+        if (views[i].len <= 0) continue;
         void *stream = NULL; /* a non-null handle would be re-initialised, not a new one */
-        if (create((void *)(uintptr_t)instance, &stream, (const void *)(uintptr_t)ptr[i],
-                   (size_t)size[i], NULL) != 0 || !stream)
+        if (create((void *)(uintptr_t)instance, &stream, views[i].buf, (size_t)views[i].len,
+                   NULL) != 0 || !stream)
             continue;
         if (info(stream, infos + i * info_size) != 0) {
             destroy(stream);
@@ -77,10 +85,11 @@ PyObject *codec_parse(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    if (p.obj) PyBuffer_Release(&p);
-    if (s.obj) PyBuffer_Release(&s);
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
     if (inf.obj) PyBuffer_Release(&inf);
     if (h.obj) PyBuffer_Release(&h);
+    Py_DECREF(seq);
     return result;
 }
 

@@ -346,11 +346,12 @@ static PyMethodDef methods[] = {
      "contiguous pixels, tables (c, 256) of dst's item size, dst any (c, h, w) view;\n"
      "x' = w - 1 - x when mirror."},
     {"codec_parse", codec_parse, METH_VARARGS,
-     "codec_parse(create, info, destroy, instance, ptrs, sizes, infos, info_size, handles)\n\n"
+     "codec_parse(create, info, destroy, instance, buffers, infos, info_size, handles)\n\n"
      "nvImageCodec's CodeStreamCreateFromHostMem and CodeStreamGetImageInfo (function addresses\n"
-     "create, info; destroy frees a stream whose header fails) for each buffer (ptrs, sizes:\n"
-     "uint64 arrays; size 0 skipped), without the GIL. Record i of `infos` (info_size bytes,\n"
-     "headers pre-filled) gets the image info; handles[i] the stream, 0 where it failed."},
+     "create, info; destroy frees a stream whose header fails) for each contiguous buffer of\n"
+     "the list (empty ones skipped), without the GIL. Record i of `infos` (info_size bytes,\n"
+     "headers pre-filled) gets the image info; handles[i] (uint64) the stream, 0 where it\n"
+     "failed. The streams point into the buffers: the caller keeps them alive."},
     {"codec_sub_streams", codec_sub_streams, METH_VARARGS,
      "codec_sub_streams(get_sub, handles, views, view_size, out)\n\n"
      "CodeStreamGetSubCodeStream of each non-zero handles[i] with view record i of `views`,\n"

@@ -53,16 +53,17 @@ def test_parse_keeps_the_streams_whose_header_reads_and_frees_the_others():
         destroyed.append(stream)
         return 0
 
-    buffers = [np.full(n, 1, np.uint8) for n in (5, 7, 6, 0, 8)]
-    ptrs = np.array([b.__array_interface__["data"][0] for b in buffers], np.uint64)
-    sizes = np.array([b.size for b in buffers], np.uint64)
+    buffers = [np.full(5, 1, np.uint8), b"7bytes!", bytearray(6), b"", memoryview(b"8 bytes!")]
+    ptrs = [
+        np.frombuffer(b, np.uint8).__array_interface__["data"][0] if len(b) else 0 for b in buffers
+    ]
     infos = np.zeros(5 * 16, np.uint8)
     handles = np.full(5, 99, np.uint64)  # overwritten, zero where nothing was kept
     calls.codec_parse(
-        address(create), address(info), address(destroy), 77, ptrs, sizes, infos, 16, handles
+        address(create), address(info), address(destroy), 77, buffers, infos, 16, handles
     )
     assert seen == [(77, 5), (77, 7), (77, 6), (77, 8)]  # the empty buffer is never parsed
-    assert made == [int(ptrs[0]), int(ptrs[2]), int(ptrs[4])]
+    assert made == [ptrs[0], ptrs[2], ptrs[4]]  # each buffer's own memory, not a copy
     assert handles.tolist() == [1000, 0, 0, 0, 1002]
     assert destroyed == [1001]
     assert infos.view(np.uint32).reshape(5, 4)[:, 0].tolist() == [40, 0, 0, 0, 42]
@@ -129,11 +130,15 @@ def test_mismatched_arrays_are_refused_before_any_call():
         calls.codec_parse(
             *(address(never),) * 3,
             0,
-            np.zeros(2, np.uint64),
-            np.zeros(3, np.uint64),
+            [b"ab", b"cd"],
             np.zeros(32, np.uint8),
             16,
-            np.zeros(2, np.uint64),
+            np.zeros(3, np.uint64),
+        )
+    strided = np.zeros(8, np.uint8)[::2]
+    with pytest.raises((BufferError, ValueError), match="contiguous"):
+        calls.codec_parse(
+            *(address(never),) * 3, 0, [strided], np.zeros(16, np.uint8), 16, np.zeros(1, np.uint64)
         )
 
 
@@ -146,6 +151,7 @@ def _jpegs():
         image = cv2.GaussianBlur(rng.integers(0, 255, (h, w, 3), np.uint8), (5, 5), 2)
         out.append(cv2.imencode(".jpg", image)[1].ravel())
     out[3] = np.zeros(0, np.uint8)
+    out[4] = np.repeat(out[4], 2)[::2]  # a strided sample
     out[5] = np.frombuffer(b"not an image" * 4, np.uint8)
     out[7] = out[7][:40]  # a header cut short
     return out

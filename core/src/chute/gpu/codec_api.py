@@ -217,27 +217,31 @@ def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
     infos = np.zeros(n * _INFO_SIZE, np.uint8)
     template = np.frombuffer(bytes(L.header(L.ImageInfo(), L.IMAGE_INFO)), np.uint8)
     infos.reshape(n, _INFO_SIZE)[:] = template
-    arrays = [
-        data if isinstance(data, np.ndarray) else np.frombuffer(memoryview(data), np.uint8)
-        for data in encoded
-    ]
-    batch.keep = [arr for arr in arrays if arr.size]  # the code streams point into them
     calls = native.codec_calls
     if calls is not None:
-        sizes = np.fromiter((arr.size for arr in arrays), np.uint64, n)
-        ptrs = np.fromiter((arr.__array_interface__["data"][0] for arr in arrays), np.uint64, n)
+        # each buffer's export held while its code stream points into it
+        views = list(map(memoryview, encoded))
+        if not all(view.c_contiguous for view in views):  # rare: a strided sample, copied
+            views = [v if v.c_contiguous else memoryview(v.tobytes()) for v in views]
+        batch.keep = views
         calls.codec_parse(
             lib.address["CodeStreamCreateFromHostMem"],
             lib.address["CodeStreamGetImageInfo"],
             lib.address["CodeStreamDestroy"],
             lib.instance.value or 0,
-            ptrs,
-            sizes,
+            views,
             infos,
             _INFO_SIZE,
             batch.handles,
         )
     else:
+        arrays = [
+            np.ascontiguousarray(data if isinstance(data, np.ndarray) else memoryview(data))
+            .reshape(-1)
+            .view(np.uint8)
+            for data in encoded
+        ]
+        batch.keep = [arr for arr in arrays if arr.size]  # the code streams point into them
         base = infos.ctypes.data
         handle = c_void_p()
         for i, arr in enumerate(arrays):

@@ -212,11 +212,12 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
         key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
         drawn = np.empty((n, 4), np.int64)
         native.random_crop_windows(shapes, *area, *ratio, attempts, key, ctr, drawn)
-        fits = drawn[:, 2] > 0
-        found = [w if ok else None for w, ok in zip(drawn.tolist(), fits.tolist())]
-        for i in np.flatnonzero(~fits & (shapes[:, 0] > 0) & (shapes[:, 1] > 0)).tolist():
-            found[i] = centre_crop_window(int(shapes[i, 0]), int(shapes[i, 1]), tuple(ratio))
-    elif native.random_crop_window is not None and n:
+        missed = drawn[:, 2] <= 0
+        for i in np.flatnonzero(missed & (shapes[:, 0] > 0) & (shapes[:, 1] > 0)).tolist():
+            drawn[i] = centre_crop_window(int(shapes[i, 0]), int(shapes[i, 1]), tuple(ratio))
+        windows = [tuple(w) for w in drawn.astype(np.float64).tolist()]
+        return [None if w[2] <= 0 or w[3] <= 0 else w for w in windows]
+    if native.random_crop_window is not None and n:
         key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
         lo_hi, ratio, keys, ctrs = tuple(area), tuple(ratio), key.tolist(), ctr.tolist()
         for i, (h, w) in enumerate(shapes.tolist()):
