@@ -185,7 +185,10 @@ class BatchDecoder:
         )
         # OpenCV share and the per-sample fallback; the group threads only wait on nvImageCodec
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="chute-jpeg-cpu")
-        self._group_pool = ThreadPoolExecutor(3, thread_name_prefix="chute-jpeg-group")
+        # the groups after a lane's first (cuda, the CPU share) wait here: two or three lanes
+        # share one decoder (Tuning.max_decoders), and a group queued behind another lane's
+        # CPU share would hold its lane's next hardware decode back
+        self._group_pool = ThreadPoolExecutor(8, thread_name_prefix="chute-jpeg-group")
         with self._cupy.cuda.Device(device_id):
             self._stream = self._cupy.cuda.Stream(non_blocking=True)
         _DECODE_STREAMS.append(self._stream)
