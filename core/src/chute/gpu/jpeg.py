@@ -546,8 +546,11 @@ _TURBO_FORMATS = {"RGB": 0, "BGR": 1}  # TurboJPEG's pixel formats
 
 
 def _is_jpeg(data: Any) -> bool:
-    head = memoryview(data).cast("B")[:3].tobytes() if len(data) >= 3 else b""
-    return head == b"\xff\xd8\xff"
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:  # a strided buffer: left to the per-sample path
+        return False
+    return view[:3].tobytes() == b"\xff\xd8\xff"
 
 
 def _timed(call: Any, *args: Any) -> tuple[Any, float]:
