@@ -239,6 +239,18 @@ failed:
     return -1;
 }
 
+/* per item None (status 0) or its message: the batch calls' result */
+static PyObject *message_list(const int *status, char (*messages)[256], Py_ssize_t n) {
+    PyObject *result = PyList_New(n);
+    for (Py_ssize_t i = 0; result && i < n; i++) {
+        PyObject *entry = status[i] == 0 ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(
+            messages[i], (Py_ssize_t)strlen(messages[i]), "replace");
+        if (!entry) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, i, entry);
+    }
+    return result;
+}
+
 /* One region to decode: its buffers are held (with the GIL) until the decode is done. */
 typedef struct {
     Py_buffer buf, out;
@@ -356,13 +368,7 @@ PyObject *jpeg_decode_batch(PyObject *self, PyObject *args) {
         parallel_for(workers, workers, 1, decode_worker, &job);
     }
     Py_END_ALLOW_THREADS
-    result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; i++) {
-        PyObject *entry = status[i] == 0 ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(
-            messages[i], (Py_ssize_t)strlen(messages[i]), "replace");
-        if (!entry) Py_CLEAR(result);
-        else PyList_SET_ITEM(result, i, entry);
-    }
+    result = message_list(status, messages, n);
 done:
     for (Py_ssize_t i = 0; i < opened; i++) task_close(&tasks[i]);
     PyMem_Free(tasks);
@@ -458,13 +464,7 @@ PyObject *jpeg_entropy_batch(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     parallel_for(n, threads, 1, entropy_range, &job);
     Py_END_ALLOW_THREADS
-    result = PyList_New(n);
-    for (Py_ssize_t i = 0; result && i < n; i++) {
-        PyObject *entry = status[i] == 0 ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(
-            messages[i], (Py_ssize_t)strlen(messages[i]), "replace");
-        if (!entry) Py_CLEAR(result);
-        else PyList_SET_ITEM(result, i, entry);
-    }
+    result = message_list(status, messages, n);
 done:
     for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
     PyMem_Free(views);

@@ -157,9 +157,9 @@ def test_batched_coin_flips_equal_per_sample_coin_flips(tmp_path, monkeypatch):
     assert 0 < flips.sum() < len(flips)
 
 
-def test_clip_all_equals_clip_roi():
+def test_clip_rois_equals_clip_roi():
     from chute.gpu.cpu_decode import clip_roi as _clip_roi
-    from chute.gpu.jpeg import BatchDecoder
+    from chute.gpu.cpu_decode import clip_rois
 
     rng = np.random.default_rng(2)
     n = 400
@@ -167,7 +167,7 @@ def test_clip_all_equals_clip_roi():
     rois = [tuple(rng.uniform(-20, 70, 4).round(1)) for _ in range(n)]
     windows = np.zeros((n, 4), np.float32)
     errors: list = [None] * n
-    regions = BatchDecoder._clip_all(shapes, rois, windows, errors)
+    regions = clip_rois(shapes, rois, windows, errors)
     for i in range(n):
         h, w = (int(v) for v in shapes[i])
         try:

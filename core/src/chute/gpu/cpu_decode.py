@@ -2,17 +2,28 @@
 
 What :class:`chute.gpu.jpeg.BatchDecoder` does on host threads: decode the samples no
 GPU backend takes (OpenCV, then Pillow), stage them in pinned memory and upload them
-on the batch's stream.
+on the batch's stream; and the "turbo" CPU share of a batch (:func:`decode_share`).
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["clip_roi", "decode_and_upload", "decode_cpu", "output_type_name", "shape_from_pil"]
+from chute.gpu.codec_api import DeviceImage
+
+__all__ = [
+    "clip_roi",
+    "clip_rois",
+    "decode_and_upload",
+    "decode_cpu",
+    "decode_share",
+    "output_type_name",
+    "shape_from_pil",
+]
 
 OUTPUT_TYPES = ("RGB", "BGR", "GRAY")
 
@@ -36,6 +47,31 @@ def clip_roi(roi: Any, h: int, w: int) -> tuple[int, int, int, int] | None:
     if y1 <= y0 or x1 <= x0:
         raise ValueError(f"ROI {tuple(roi)} does not overlap the {h}x{w} image")
     return y0, x0, y1, x1
+
+
+def clip_rois(
+    shapes: np.ndarray, rois: Sequence[Any], windows: np.ndarray, errors: list[str | None]
+) -> list[Any]:
+    """:func:`clip_roi` for a whole batch of ROIs at once (``shapes`` (N, 2), 0 where unknown).
+
+    Fills ``windows`` (N, 4: the ROI relative to its clipped region) and ``errors`` (an ROI
+    that misses its image); returns the regions (None where there is none).
+    """
+    roi = np.asarray(rois, np.float64).reshape(-1, 4)
+    y, x, rh, rw = np.rint(roi).astype(np.int64).T  # round() halves to even, as rint
+    h, w = shapes[:, 0].astype(np.int64), shapes[:, 1].astype(np.int64)
+    y0, x0 = np.maximum(y, 0), np.maximum(x, 0)
+    y1, x1 = np.minimum(y + rh, h), np.minimum(x + rw, w)
+    known = (h > 0) & (w > 0)
+    empty = known & ((y1 <= y0) | (x1 <= x0))
+    for i in np.flatnonzero(empty).tolist():
+        errors[i] = f"ROI {tuple(rois[i])} does not overlap the {int(h[i])}x{int(w[i])} image"
+    keep = known & ~empty
+    windows[:, 0], windows[:, 1] = roi[:, 0] - y0, roi[:, 1] - x0
+    windows[:, 2], windows[:, 3] = roi[:, 2], roi[:, 3]
+    windows[~keep] = 0
+    boxes = np.stack([y0, x0, y1, x1], axis=1).tolist()
+    return [tuple(b) if k else None for b, k in zip(boxes, keep.tolist())]
 
 
 def decode_cpu(data: Any, roi: Any = None, output_type: str = "RGB") -> np.ndarray:
@@ -102,3 +138,69 @@ def shape_from_pil(data: Any) -> tuple[int, int]:
             return im.height, im.width
     except Exception:
         return 0, 0
+
+
+_TURBO_FORMATS = {"RGB": 0, "BGR": 1}  # TurboJPEG's pixel formats
+
+
+def _is_jpeg(data: Any) -> bool:
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:  # a strided buffer: left to the per-sample path
+        return False
+    return view[:3].tobytes() == b"\xff\xd8\xff"
+
+
+def decode_share(
+    cupy: Any,
+    parsed: Any,
+    idx: list[int],
+    out_type: str,
+    stream: Any,
+    cpu_regions: Any,
+    threads: int,
+) -> tuple[list[tuple[int, Any]], list[Any]]:
+    """Samples ``idx`` of a parsed batch by ``cpu_regions`` into one pinned buffer, uploaded
+    in one copy on ``stream`` (on the current device).
+
+    JPEGs without EXIF orientation only, for RGB and BGR output; every other sample, and
+    any the batch call did not decode, comes back None (decoded by the caller's per-sample
+    CPU path, whose rules decide). Returns (index, image) pairs and the pinned buffer the
+    upload reads.
+    """
+    fmt = _TURBO_FORMATS.get(out_type)
+    out: dict[int, Any] = dict.fromkeys(idx)
+    streams, regions = parsed.streams, parsed.regions
+    take = []
+    if fmt is not None and cpu_regions is not None:
+        for i in idx:
+            if streams.rotated[i] or streams.flipped[i] or not _is_jpeg(parsed.encoded[i]):
+                continue
+            region = regions[i]
+            if region is None:
+                y0, x0, (h, w) = 0, 0, streams.shapes[i].tolist()
+            else:
+                y0, x0, y1, x1 = region
+                h, w = y1 - y0, x1 - x0
+            if h > 0 and w > 0:
+                take.append((i, y0, x0, h, w))
+    if not take:
+        return list(out.items()), []
+    sizes = np.array([h * w * 3 for *_, h, w in take], np.int64)
+    offsets = np.zeros(len(take) + 1, np.int64)
+    np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])
+    import cupyx
+
+    host = cupyx.empty_pinned(int(offsets[-1]), np.uint8)
+    items = [
+        (parsed.encoded[i], host[o : o + h * w * 3].reshape(h, w, 3), fmt, 8, y0, x0)
+        for (i, y0, x0, h, w), o in zip(take, offsets.tolist())
+    ]
+    errors = cpu_regions(items, threads)
+    device = cupy.empty(host.shape, np.uint8)
+    device.set(host, stream=stream)
+    base = device.data.ptr
+    for (i, _, _, h, w), o, error in zip(take, offsets.tolist(), errors):
+        if error is None:
+            out[i] = DeviceImage(device, base + o, (h, w, 3))
+    return list(out.items()), [host]

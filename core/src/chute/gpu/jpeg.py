@@ -33,8 +33,10 @@ from chute.gpu import nvjpeg_guard
 from chute.gpu.codec_api import CodecDecoder, DeviceImage, StreamBatch, parse_batch
 from chute.gpu.cpu_decode import (
     clip_roi,
+    clip_rois,
     decode_and_upload,
     decode_cpu,
+    decode_share,
     output_type_name,
     shape_from_pil,
 )
@@ -236,7 +238,7 @@ class BatchDecoder:
         errors: list[str | None] = [None] * n
         windows = np.zeros((n, 4), np.float32)
         if rois is not None and n and all(r is not None for r in rois):
-            regions = self._clip_all(parsed.shapes, rois, windows, errors)
+            regions = clip_rois(parsed.shapes, rois, windows, errors)
         else:
             regions = []
             for i in range(n):
@@ -259,27 +261,6 @@ class BatchDecoder:
             errors,
             subs,
         )
-
-    @staticmethod
-    def _clip_all(
-        shapes: np.ndarray, rois: Sequence[Any], windows: np.ndarray, errors: list[str | None]
-    ) -> list[Any]:
-        """_clip_roi for a whole batch of ROIs at once; fills ``windows`` and ``errors``."""
-        roi = np.asarray(rois, np.float64).reshape(-1, 4)
-        y, x, rh, rw = np.rint(roi).astype(np.int64).T  # round() halves to even, as rint
-        h, w = shapes[:, 0].astype(np.int64), shapes[:, 1].astype(np.int64)
-        y0, x0 = np.maximum(y, 0), np.maximum(x, 0)
-        y1, x1 = np.minimum(y + rh, h), np.minimum(x + rw, w)
-        known = (h > 0) & (w > 0)
-        empty = known & ((y1 <= y0) | (x1 <= x0))
-        for i in np.flatnonzero(empty).tolist():
-            errors[i] = f"ROI {tuple(rois[i])} does not overlap the {int(h[i])}x{int(w[i])} image"
-        keep = known & ~empty
-        windows[:, 0], windows[:, 1] = roi[:, 0] - y0, roi[:, 1] - x0
-        windows[:, 2], windows[:, 3] = roi[:, 2], roi[:, 3]
-        windows[~keep] = 0
-        boxes = np.stack([y0, x0, y1, x1], axis=1).tolist()
-        return [tuple(b) if k else None for b, k in zip(boxes, keep.tolist())]
 
     def split(self, n: int) -> dict[str, int]:
         """Return how many of ``n`` samples each group (cpu, hw, cuda) decodes."""
@@ -473,54 +454,15 @@ class BatchDecoder:
     def _decode_turbo(
         self, parsed: ParsedBatch, idx: list[int], out_type: str, stream: Any, cpu_regions: Any
     ) -> tuple[list[tuple[int, Any]], list[Any]]:
-        """The "turbo" CPU group: samples ``idx`` by ``cpu_regions`` into one pinned buffer.
-
-        JPEGs without EXIF orientation only, for RGB and BGR output; every other sample,
-        and any the batch call did not decode, comes back None (decoded by the caller's
-        per-sample CPU path, whose rules decide). Returns (index, image) pairs and the
-        pinned buffer the upload reads.
-        """
+        """The "turbo" CPU group (chute.gpu.cpu_decode.decode_share), its time recorded."""
         start = time.perf_counter()
-        cupy = self._cupy
-        fmt = _TURBO_FORMATS.get(out_type)
-        out: dict[int, Any] = dict.fromkeys(idx)
-        streams, regions = parsed.streams, parsed.regions
-        take = []
-        if fmt is not None and cpu_regions is not None:
-            for i in idx:
-                if streams.rotated[i] or streams.flipped[i] or not _is_jpeg(parsed.encoded[i]):
-                    continue
-                region = regions[i]
-                if region is None:
-                    y0, x0, (h, w) = 0, 0, streams.shapes[i].tolist()
-                else:
-                    y0, x0, y1, x1 = region
-                    h, w = y1 - y0, x1 - x0
-                if h > 0 and w > 0:
-                    take.append((i, y0, x0, h, w))
-        if not take:
-            return list(out.items()), []
-        sizes = np.array([h * w * 3 for *_, h, w in take], np.int64)
-        offsets = np.zeros(len(take) + 1, np.int64)
-        np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])
-        import cupyx
-
-        host = cupyx.empty_pinned(int(offsets[-1]), np.uint8)
-        items = [
-            (parsed.encoded[i], host[o : o + h * w * 3].reshape(h, w, 3), fmt, 8, y0, x0)
-            for (i, y0, x0, h, w), o in zip(take, offsets.tolist())
-        ]
-        errors = cpu_regions(items, self.cpu_threads)
-        with cupy.cuda.Device(self.device_id):
-            device = cupy.empty(host.shape, np.uint8)
-            device.set(host, stream=stream)
-        base = device.data.ptr
-        for (i, _, _, h, w), o, error in zip(take, offsets.tolist(), errors):
-            if error is None:
-                out[i] = DeviceImage(device, base + o, (h, w, 3))
+        with self._cupy.cuda.Device(self.device_id):
+            out = decode_share(
+                self._cupy, parsed, idx, out_type, stream, cpu_regions, self.cpu_threads
+            )
         if self._balancer is not None:
             self._balancer.record("cpu", len(idx), time.perf_counter() - start)
-        return list(out.items()), [host]
+        return out
 
     def _submit_cpu(
         self, data: Any, region: Any, out_type: str, stream: Any, decode: Any = None
@@ -540,17 +482,6 @@ class BatchDecoder:
             stream,
             decode,
         )
-
-
-_TURBO_FORMATS = {"RGB": 0, "BGR": 1}  # TurboJPEG's pixel formats
-
-
-def _is_jpeg(data: Any) -> bool:
-    try:
-        view = memoryview(data).cast("B")
-    except TypeError:  # a strided buffer: left to the per-sample path
-        return False
-    return view[:3].tobytes() == b"\xff\xd8\xff"
 
 
 def _timed(call: Any, *args: Any) -> tuple[Any, float]:
