@@ -83,22 +83,18 @@ def test_batch_crop_windows_equal_random_crop_window(attempts):
     assert settled > n // 3  # most samples need no generator of their own
 
 
-@pytest.mark.parametrize("path", ["batch", "per_sample", "numpy"])
+@pytest.mark.parametrize("path", ["batch", "numpy"])
 @pytest.mark.parametrize("attempts", [10, 1])
 def test_gpu_backend_windows_equal_the_cpu_backends(monkeypatch, path, attempts):
-    """Every way the mixed decoder draws its windows gives the CPU backend's: the compiled
-    batch call, the compiled per-sample sampler, NumPy's batch rounds; 1 attempt makes many
-    samples miss (the centre crop), and empty shapes (refused samples) get no window."""
+    """Both ways the mixed decoder draws its windows give the CPU backend's: the compiled
+    batch call and NumPy's batch rounds; 1 attempt makes many samples miss (the centre
+    crop), and empty shapes (refused samples) get no window."""
     from chute.ops.decoders.image_gpu import random_crop_windows
 
-    if path != "numpy" and (
-        native.random_crop_windows is None or native.random_crop_window is None
-    ):
+    if path == "batch" and native.random_crop_windows is None:
         pytest.skip("chute.runtime._native is not built")
-    if path != "batch":
-        monkeypatch.setattr(native, "random_crop_windows", None)
     if path == "numpy":
-        monkeypatch.setattr(native, "random_crop_window", None)
+        monkeypatch.setattr(native, "random_crop_windows", None)
     rng = np.random.default_rng(5)
     n = 300
     shapes = np.stack([rng.integers(2, 700, n), rng.integers(2, 700, n)], 1)

@@ -28,7 +28,7 @@ from chute.ops.decoders.image_headers import DecodeError, check_pixels
 from chute.ops.decoders.jpeg_structure import structure_errors
 from chute.runtime import native, philox
 from chute.runtime.context import sample_generator
-from chute.runtime.crop_window import centre_crop_window, random_crop_window, stream_crop_window
+from chute.runtime.crop_window import centre_crop_window, random_crop_window
 from chute.types import to_dtype
 
 __all__ = [
@@ -217,13 +217,7 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
             drawn[i] = centre_crop_window(int(shapes[i, 0]), int(shapes[i, 1]), tuple(ratio))
         windows = [tuple(w) for w in drawn.astype(np.float64).tolist()]
         return [None if w[2] <= 0 or w[3] <= 0 else w for w in windows]
-    if native.random_crop_window is not None and n:
-        key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
-        lo_hi, ratio, keys, ctrs = tuple(area), tuple(ratio), key.tolist(), ctr.tolist()
-        for i, (h, w) in enumerate(shapes.tolist()):
-            if h > 0 and w > 0:
-                found[i] = stream_crop_window(h, w, lo_hi, ratio, attempts, keys[i], ctrs[i])
-    elif _vectorized_windows_ok() and n:
+    if _vectorized_windows_ok() and n:  # without the compiled module: NumPy's Philox rounds
         key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
         # valid shapes only: a 0 x 0 header makes the per-sample path raise as before
         valid = (shapes[:, 0] > 0) & (shapes[:, 1] > 0)
