@@ -283,3 +283,29 @@ def _jpeg(k: int) -> np.ndarray:
     data = io.BytesIO()
     Image.fromarray(pixels).save(data, "JPEG", quality=90)
     return np.frombuffer(data.getvalue(), np.uint8)
+
+
+@pytest.mark.parametrize(("n_lanes", "depth"), [(2, 2), (3, 1), (1, 3)])
+def test_batches_computed_ahead_of_the_user_are_bounded(lanes, n_lanes, depth):
+    """A user slower than the lanes finds at most max(prefetch_queue_depth, lanes) batches
+    computed ahead of the one it holds — not a full queue plus a finished batch held by
+    every lane waiting to put it (on the GPU each one a full output buffer)."""
+    lanes(n_lanes)
+    started = []
+
+    def count(x):
+        started.append(time.monotonic())
+        return x
+
+    @pipeline_def(batch_size=2, num_threads=2, seed=3, prefetch_queue_depth=depth)
+    def pipe():
+        x = fn.external_source(source=lambda info: np.int64(info.idx_in_epoch), batch=False)
+        return fn.python_function(x, function=count, batch_processing=True)
+
+    p = pipe()
+    bound = max(depth, n_lanes)
+    for taken in range(1, 4):
+        p.run()
+        time.sleep(0.4)  # the lanes run ahead as far as they may
+        assert len(started) == taken + bound, (taken, len(started))
+    p.close()

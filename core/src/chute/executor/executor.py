@@ -146,10 +146,8 @@ class Executor(BatchCompute):
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._sequencer = Sequencer(self._stop)
-        # every lane can hold a source batch while the reader reads the next ones; a
-        # reader's own prefetch_queue_depth (DALI's loader queue) can let it run further
-        self._src_q: queue.Queue = queue.Queue(max(self.depth, self.lanes, _reader_depth(plan)))
-        self._out_q: queue.Queue = queue.Queue(self.depth)
+        self._reader_depth = _reader_depth(plan)
+        self._make_queues()
         self._ended = False
         self._failed: BaseException | None = None
         self.last_states: dict[int, Any] = {
@@ -243,6 +241,7 @@ class Executor(BatchCompute):
         if not self._threads:
             self._start_threads()
         item = self._out_q.get()
+        self._credits.release()  # a lane may start the batch after the ones in flight
         if isinstance(item, EndOfEpoch):
             return None
         if isinstance(item, Failure):
@@ -298,10 +297,14 @@ class Executor(BatchCompute):
         """One compute lane: take the next source batch, compute it, deliver it in turn."""
         set_current_lane(lane)
         sequencer = self._sequencer
+        credits = self._credits
         while not self._stop.is_set():
+            if not credits.acquire(timeout=0.05):
+                continue
             try:
                 seq, item = sequencer.take(lambda: self._src_q.get(timeout=0.05))
             except queue.Empty:
+                credits.release()
                 continue
             last = isinstance(item, (EndOfEpoch, Failure))
             if not last:
@@ -348,8 +351,20 @@ class Executor(BatchCompute):
             if hasattr(source, "interrupt"):
                 source.interrupt(False)
         self._threads = []
-        self._src_q = queue.Queue(max(self.depth, self.lanes))
-        self._out_q = queue.Queue(self.depth)
+        self._make_queues()
+
+    def _make_queues(self) -> None:
+        # every lane can hold a source batch while the reader reads the next ones; a
+        # reader's own prefetch_queue_depth (DALI's loader queue) can let it run further
+        self._src_q: queue.Queue = queue.Queue(max(self.depth, self.lanes, self._reader_depth))
+        self._out_q: queue.Queue = queue.Queue(self.depth)
+        # Credits for computed batches the user has not taken yet (computing, waiting for
+        # their turn, queued): a lane takes one before it starts a batch, the user's next
+        # batch gives it back. Without them two lanes each held a finished batch while
+        # blocked on a full queue: depth + lanes + the user's batch alive at once (on the
+        # GPU, each a full output and decode buffer). Never fewer than the lanes, so a
+        # pipeline the user keeps up with computes on all of them.
+        self._credits = threading.Semaphore(max(self.depth, self.lanes))
 
     def reset(self) -> None:
         """Start the next epoch: drop work in flight and rewind the sources."""
