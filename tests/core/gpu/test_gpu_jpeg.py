@@ -232,6 +232,21 @@ def test_turbo_cpu_share_auto_balances_and_keeps_every_sample(jpegs):
     d.close()
 
 
+def test_staging_buffers_of_different_sizes_reuse_the_pinned_pool():
+    """CuPy's pinned pool reuses a block only for a request of its size: rounded sizes
+    make the CPU share's staging buffers (a different size every batch) reuse one."""
+    from chute.gpu.cpu_decode import pinned_buffer
+
+    pool = cupy.get_default_pinned_memory_pool()
+    pool.free_all_blocks()
+    for nbytes in (9_000_001, 9_437_184, 12_345_678, 16_000_000, 10_000_000):
+        buffer = pinned_buffer(nbytes)
+        assert buffer.nbytes == nbytes and buffer.dtype == np.uint8
+        buffer[:] = 7  # writable host memory
+        del buffer
+    assert pool.n_free_blocks() == 1  # one 16 MiB block, handed out five times
+
+
 def test_split_shares():
     d = BatchDecoder(0, hw_decoder_load=0.75, cpu_share=0.2, cpu_threads=2)
     assert d.split(256) == {"cpu": 51, "hw": 154, "cuda": 51}

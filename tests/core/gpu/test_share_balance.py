@@ -49,3 +49,14 @@ def test_bad_bounds_are_refused():
         ShareBalancer(initial=0.9, high=0.5)
     with pytest.raises(ValueError, match="smoothing"):
         ShareBalancer(smoothing=0)
+
+
+def test_pinned_staging_sizes_are_few_and_large_enough():
+    from chute.gpu.cpu_decode import pinned_size
+
+    assert pinned_size(0) == pinned_size(1) == pinned_size(65536) == 65536
+    assert pinned_size(65537) == 131072
+    sizes = {pinned_size(n) for n in range(9_000_000, 16_777_217, 997)}
+    assert sizes == {16 * 2**20}
+    for n in (70_000, 3_000_001, 2**30 + 1):
+        assert n <= pinned_size(n) < 2 * n

@@ -22,6 +22,8 @@ __all__ = [
     "decode_cpu",
     "decode_share",
     "output_type_name",
+    "pinned_buffer",
+    "pinned_size",
     "shape_from_pil",
 ]
 
@@ -105,6 +107,28 @@ def decode_cpu(data: Any, roi: Any = None, output_type: str = "RGB") -> np.ndarr
     return img
 
 
+_MIN_PINNED = 1 << 16
+
+
+def pinned_size(nbytes: int) -> int:
+    """The size a pinned staging buffer of ``nbytes`` is allocated at: the next power of
+    two, at least 64 KiB."""
+    return max(_MIN_PINNED, 1 << max(0, nbytes - 1).bit_length())
+
+
+def pinned_buffer(nbytes: int) -> np.ndarray:
+    """``nbytes`` of pinned host memory (uint8) from CuPy's pinned pool.
+
+    The pool hands a freed block only to a request of the same size, so staging
+    buffers of a different size every batch (a CPU share's images, a fallback image)
+    each went to cudaHostAlloc — slow, serialising, and every size kept by the pool
+    afterwards. Sizes are rounded up to :func:`pinned_size`: a handful of sizes, reused.
+    """
+    import cupyx
+
+    return cupyx.empty_pinned(pinned_size(nbytes), np.uint8)[:nbytes]
+
+
 def decode_and_upload(
     cupy: Any,
     device_id: int,
@@ -119,10 +143,9 @@ def decode_and_upload(
     ``decode(data, roi, out_type)`` (default :func:`decode_cpu`) is the CPU decoder: the
     image operators pass chute's own, so that a file refused on the CPU is refused here.
     """
-    import cupyx
 
     img = (decode or decode_cpu)(data, roi, out_type)
-    host = cupyx.empty_pinned(img.shape, np.uint8)
+    host = pinned_buffer(img.nbytes).reshape(img.shape)
     np.copyto(host, img)
     with cupy.cuda.Device(device_id):
         dev = cupy.empty(img.shape, np.uint8)
@@ -189,9 +212,7 @@ def decode_share(
     sizes = np.array([h * w * 3 for *_, h, w in take], np.int64)
     offsets = np.zeros(len(take) + 1, np.int64)
     np.cumsum((sizes + 255) // 256 * 256, out=offsets[1:])
-    import cupyx
-
-    host = cupyx.empty_pinned(int(offsets[-1]), np.uint8)
+    host = pinned_buffer(int(offsets[-1]))
     items = [
         (parsed.encoded[i], host[o : o + h * w * 3].reshape(h, w, 3), fmt, 8, y0, x0)
         for (i, y0, x0, h, w), o in zip(take, offsets.tolist())

@@ -38,6 +38,7 @@ from chute.gpu.cpu_decode import (
     decode_cpu,
     decode_share,
     output_type_name,
+    pinned_buffer,
     shape_from_pil,
 )
 from chute.gpu.runtime import nvimgcodec_module, quick_gil_handoff, require_gpu
@@ -420,9 +421,7 @@ class BatchDecoder:
 
         def allocate(nbytes: int) -> Any:
             if on_host:
-                import cupyx
-
-                return cupyx.empty_pinned(nbytes, np.uint8)
+                return pinned_buffer(nbytes)
             with cupy.cuda.Device(self.device_id), stream:
                 return cupy.empty(nbytes, np.uint8)
 
