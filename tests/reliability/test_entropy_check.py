@@ -201,7 +201,9 @@ def test_every_cpu_decoder_skips_the_same_corrupt_jpegs(corpus):
     assert set(kept) & refused_full
 
 
-def test_each_file_is_checked_once_by_its_dataset_index(monkeypatch):
+@pytest.fixture
+def checks(monkeypatch):
+    """The number of buffers of each entropy check call made while the test runs."""
     from chute.ops.decoders import entropy_check
 
     seen: list[int] = []
@@ -212,6 +214,13 @@ def test_each_file_is_checked_once_by_its_dataset_index(monkeypatch):
         return real(buffers, threads)
 
     monkeypatch.setattr(entropy_check, "corrupt_jpegs", counting)
+    return seen
+
+
+def test_each_file_is_checked_once_by_its_dataset_index(checks):
+    from chute.ops.decoders import entropy_check
+
+    seen = checks
     bad, good = _damaged_at_the_bottom(), _photo(seed=1)
     memo = entropy_check.CheckedFiles()
     metas = [{"index": 7}, {"index": 3}, None]
@@ -226,17 +235,8 @@ def test_each_file_is_checked_once_by_its_dataset_index(monkeypatch):
     assert seen == [3, 1, 1]
 
 
-def test_later_epochs_report_the_skips_without_checking_again(damaged, monkeypatch):
-    from chute.ops.decoders import entropy_check
-
-    checked: list[int] = []
-    real = entropy_check.corrupt_jpegs
-
-    def counting(buffers, threads=1):
-        checked.append(len(buffers))
-        return real(buffers, threads)
-
-    monkeypatch.setattr(entropy_check, "corrupt_jpegs", counting)
+def test_later_epochs_report_the_skips_without_checking_again(damaged, checks):
+    checked = checks
 
     # not pipelined: a prefetched batch of the next epoch could be checked before this
     # epoch's verdicts are in (a few checks more, by timing), which the count would see
