@@ -6,7 +6,8 @@ and :func:`~chute.gpu.runtime.require_gpu` says what to install when they are mi
 
 from __future__ import annotations
 
-from chute.gpu.jpeg import BatchDecoder, DecodedBatch, ParsedBatch, decode_batch, decode_cpu
+from chute.gpu.batches import decode_batch
+from chute.gpu.jpeg import BatchDecoder, DecodedBatch, ParsedBatch, decode_cpu
 from chute.gpu.kernels import (
     crop_mirror_normalize_batch,
     resize_batch,

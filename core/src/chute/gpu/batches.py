@@ -22,6 +22,7 @@ from chute.runtime.tuning import current as current_tuning
 
 __all__ = [
     "batch_storage",
+    "decode_batch",
     "decoded_images",
     "decoders",
     "dense_array",
@@ -78,6 +79,20 @@ class _DecoderPool:
 
 
 decoders = _DecoderPool()
+
+
+def decode_batch(
+    encoded: Any,
+    rois: Any = None,
+    output_type: Any = "RGB",
+    device_id: int = 0,
+    stream: Any = None,
+    hw_decoder_load: float = 0.9,
+) -> Any:
+    """Decode a batch (a :class:`~chute.gpu.jpeg.DecodedBatch`) with the pooled
+    BatchDecoder for (device_id, hw_decoder_load) and the current Tuning."""
+    with decoders.use(device_id, hw_decoder_load) as decoder:
+        return decoder.decode(encoded, rois, output_type, stream)
 
 
 def _decoded_images_class() -> type:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -45,7 +44,7 @@ from chute.gpu.runtime import nvimgcodec_module, quick_gil_handoff, require_gpu
 from chute.gpu.share_balance import ShareBalancer
 from chute.runtime.tuning import DEFAULTS
 
-__all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_batch", "decode_cpu"]
+__all__ = ["BatchDecoder", "DecodedBatch", "ParsedBatch", "decode_cpu"]
 
 # Decoded images free their memory in the order of the stream they were decoded on, so
 # that stream must outlive every image: each BatchDecoder decodes on a stream of its own
@@ -488,24 +487,3 @@ def _timed(call: Any, *args: Any) -> tuple[Any, float]:
     start = time.perf_counter()
     out = call(*args)
     return out, time.perf_counter() - start
-
-
-_decoders: dict[tuple, BatchDecoder] = {}
-_decoders_lock = threading.Lock()
-
-
-def decode_batch(
-    encoded: Sequence[Any],
-    rois: Sequence[Any] | None = None,
-    output_type: Any = "RGB",
-    device_id: int = 0,
-    stream: Any = None,
-    hw_decoder_load: float = 0.9,
-) -> DecodedBatch:
-    """Decode a batch with a cached :class:`BatchDecoder` for (device_id, hw_decoder_load)."""
-    key = (device_id, hw_decoder_load)
-    with _decoders_lock:
-        decoder = _decoders.get(key)
-        if decoder is None:
-            decoder = _decoders[key] = BatchDecoder(device_id, hw_decoder_load=hw_decoder_load)
-    return decoder.decode(encoded, rois, output_type, stream)
