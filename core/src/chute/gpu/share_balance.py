@@ -1,8 +1,8 @@
 """The CPU share of a mixed decoder's batch, balanced from the decoders' measured speeds.
 
 A :class:`~chute.gpu.jpeg.BatchDecoder` given ``cpu_share="auto"`` decodes part of each
-batch with libjpeg-turbo on CPU threads (nvImageCodec's CPU backend, into pinned memory)
-beside the hardware and CUDA decoders. The best share depends on the host (cores, their
+batch with libjpeg-turbo on CPU threads (nvImageCodec's CPU backend, or chute's own with
+``cpu_backend="turbo"``; into pinned memory) beside the hardware and CUDA decoders. The best share depends on the host (cores, their
 speed), the GPU and the images, so a fixed one is wrong somewhere: here each group's
 decode rate (samples per second of its own decode calls, queueing excluded) is smoothed
 over batches, and the next batch gives the CPU the fraction of the combined rate that the
