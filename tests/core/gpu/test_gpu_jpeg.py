@@ -169,17 +169,24 @@ def test_output_types(decoder, jpegs):
         assert np.abs(cupy.asnumpy(g)[..., 0] - luma).mean() < 2.0
 
 
-@pytest.mark.parametrize("backend", ["nvimgcodec", "opencv"])
-def test_cpu_share_matches_gpu_decode(jpegs, backend):
+@pytest.mark.parametrize(("backend", "pick"), [("nvimgcodec", "cost"), ("opencv", "order")])
+def test_cpu_share_matches_gpu_decode(jpegs, backend, pick):
+    from chute.gpu.cpu_decode import cheapest_on_cpu
+
     rois = [(16, 24, 200, 300), None, (13, 7, 50, 61), None, (8, 8, 48, 40), (5, 2, 230, 15)]
-    d = BatchDecoder(0, cpu_share=0.5, cpu_backend=backend, cpu_threads=2)
+    d = BatchDecoder(0, cpu_share=0.5, cpu_backend=backend, cpu_pick=pick, cpu_threads=2)
     stream = cupy.cuda.Stream(non_blocking=True)
     out = d.decode(jpegs, rois, stream=stream)
     stream.synchronize()
     assert out.errors == [None] * 6
-    # the first half goes to the CPU group (nvImageCodec may hand a sample on to fallback)
-    assert all(s in ("cpu", "fallback") for s in out.sources[:3]), out.sources
-    assert all(s in ("hw", "cuda") for s in out.sources[3:]), out.sources
+    # half goes to the CPU group (nvImageCodec may hand a sample on to fallback): the
+    # cheapest regions there, or the batch's first
+    parsed = d.parse(jpegs, rois)
+    # cost ratios 0.448, 1, 0.445, 1, 0.672, 0.909: the whole images stay on the GPU
+    assert cheapest_on_cpu(parsed.shapes, parsed.regions, range(6), 3) == [0, 2, 4]
+    cpu = [0, 2, 4] if pick == "cost" else [0, 1, 2]
+    for i, source in enumerate(out.sources):
+        assert source in (("cpu", "fallback") if i in cpu else ("hw", "cuda")), out.sources
     ref = BatchDecoder(0).decode(jpegs, rois)
     for a, wa, b, wb in zip(out.images, out.windows, ref.images, ref.windows):
         ca, cb = window_crop(a, wa), window_crop(b, wb)

@@ -60,3 +60,30 @@ def test_pinned_staging_sizes_are_few_and_large_enough():
     assert sizes == {16 * 2**20}
     for n in (70_000, 3_000_001, 2**30 + 1):
         assert n <= pinned_size(n) < 2 * n
+
+
+def test_the_cpu_takes_the_regions_cheapest_there():
+    """A region decode on the CPU costs the rows down to its bottom plus its area, the GPU a
+    whole image: small windows near the top go to the CPU, whole images last."""
+    import numpy as np
+
+    from chute.gpu.cpu_decode import cheapest_on_cpu
+
+    shapes = np.array([[400, 500]] * 6, np.int64)
+    regions = [
+        (300, 0, 400, 500),  # the bottom quarter: every row decoded -> ratio 0.625
+        (0, 0, 100, 100),  # a small window at the top -> 0.15
+        None,  # the whole image -> 1
+        (0, 0, 400, 500),  # all of it as a region -> 1
+        (10, 10, 110, 60),  # -> 0.1475
+        (200, 200, 300, 300),  # the middle -> 0.425
+    ]
+    idx = [0, 1, 2, 3, 4, 5]
+    assert cheapest_on_cpu(shapes, regions, idx, 2) == [1, 4]  # batch order kept
+    assert cheapest_on_cpu(shapes, regions, idx, 3) == [1, 4, 5]
+    assert cheapest_on_cpu(shapes, regions, idx, 4) == [0, 1, 4, 5]
+    assert cheapest_on_cpu(shapes, regions, [5, 2, 0], 1) == [5]
+    assert cheapest_on_cpu(shapes, regions, idx, 0) == []
+    assert cheapest_on_cpu(shapes, regions, idx, 9) == idx
+    # without regions (no ROIs) the batch's first samples, as before
+    assert cheapest_on_cpu(shapes, [None] * 6, idx, 2) == [0, 1]

@@ -31,6 +31,7 @@ import numpy as np
 from chute.gpu import nvjpeg_guard
 from chute.gpu.codec_api import CodecDecoder, DeviceImage, StreamBatch, parse_batch
 from chute.gpu.cpu_decode import (
+    cheapest_on_cpu,
     clip_roi,
     clip_rois,
     decode_and_upload,
@@ -98,7 +99,9 @@ class BatchDecoder:
     decoder, on ``cpu_threads`` native threads without the GIL, into one pinned buffer
     uploaded in one copy); or "opencv": ``cpu_decode`` per sample on our threads;
     ``cpu_share="auto"`` balances the share batch by batch from the groups' measured
-    decode rates, chute.gpu.share_balance), then ``hw_decoder_load`` of
+    decode rates, chute.gpu.share_balance; ``cpu_pick="cost"`` gives the CPU the samples
+    whose region decode is cheapest there against a whole decode on the GPU,
+    chute.gpu.cpu_decode.cheapest_on_cpu, "order" the batch's first), then ``hw_decoder_load`` of
     the rest on the hardware JPEG decoder and the remainder on nvJPEG's CUDA decoder. Without a hardware decoder the
     hardware group falls through to the CUDA decoder. ``num_threads`` bounds the host
     threads of each GPU decoder (0: one per core), ``cpu_threads`` those of the CPU
@@ -120,6 +123,7 @@ class BatchDecoder:
         use_hw_decoder: bool = True,
         cpu_share: float | str = 0.0,
         cpu_backend: str = "nvimgcodec",
+        cpu_pick: str = "cost",
         hw_roi: bool = True,
         cpu_threads: int = 0,
         num_threads: int = 0,
@@ -148,8 +152,11 @@ class BatchDecoder:
             raise ValueError(
                 f"cpu_backend must be 'nvimgcodec', 'turbo' or 'opencv'; got {cpu_backend!r}"
             )
+        if cpu_pick not in ("cost", "order"):
+            raise ValueError(f"cpu_pick must be 'cost' or 'order'; got {cpu_pick!r}")
         self.device_id = device_id
         self.cpu_share = cpu_share
+        self.cpu_pick = cpu_pick
         self.hw_decoder_load = hw_decoder_load if use_hw_decoder else 0.0
         self.cpu_backend = cpu_backend
         self.cpu_threads = cpu_threads or min(16, os.cpu_count() or 4)  # the "turbo" group's
@@ -318,9 +325,13 @@ class BatchDecoder:
             todo = [i for i in range(n) if result.errors[i] is None and parsed_ok[i]]
             fallback = [i for i in range(n) if result.errors[i] is None and not parsed_ok[i]]
             counts = self.split(len(todo))
-            groups = {"cpu": todo[: counts["cpu"]]}
-            groups["hw"] = todo[counts["cpu"] : counts["cpu"] + counts["hw"]]
-            groups["cuda"] = todo[counts["cpu"] + counts["hw"] :]
+            if self.cpu_pick == "cost" and regions is not None:
+                cpu = cheapest_on_cpu(parsed.shapes, regions, todo, counts["cpu"])
+                taken = set(cpu)
+                rest = [i for i in todo if i not in taken]
+            else:
+                cpu, rest = todo[: counts["cpu"]], todo[counts["cpu"] :]
+            groups = {"cpu": cpu, "hw": rest[: counts["hw"]], "cuda": rest[counts["hw"] :]}
             futures: dict[int, Future] = {}
             if self.cpu_backend == "opencv":
                 for i in groups.pop("cpu"):
