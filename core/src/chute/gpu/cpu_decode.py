@@ -76,7 +76,9 @@ def clip_rois(
     return [tuple(b) if k else None for b, k in zip(boxes, keep.tolist())]
 
 
-def cheapest_on_cpu(shapes: np.ndarray, regions: Sequence[Any], idx: Sequence[int], n: int) -> list[int]:
+def cheapest_on_cpu(
+    shapes: np.ndarray, regions: Sequence[Any], idx: Sequence[int], n: int
+) -> list[int]:
     """The ``n`` samples of ``idx`` whose CPU decode saves the GPU decoders most, in ``idx`` order.
 
     A region decode with libjpeg-turbo entropy-decodes every row down to the region's
