@@ -254,6 +254,28 @@ def test_staging_buffers_of_different_sizes_reuse_the_pinned_pool():
     assert pool.n_free_blocks() == 1  # one 16 MiB block, handed out five times
 
 
+def test_buffers_of_growing_sizes_reuse_one_block_of_the_device_pool():
+    """CuPy's pool reuses a freed block only for a request no larger than it: each batch's
+    buffer a little larger than the last took new device memory; on the size grid one
+    block serves them all, and the arrays are exactly as long as asked."""
+    from chute.gpu.runtime import device_empty, device_size
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    start = pool.total_bytes()
+    mib = 1 << 20
+    sizes = [73 * mib + 5, 75 * mib, 78 * mib + 3, 80 * mib]
+    assert {device_size(n) for n in sizes} == {80 * mib}
+    for n in sizes:
+        buf = device_empty(cupy, n, np.uint8)
+        assert buf.shape == (n,) and buf.flags.c_contiguous
+        buf[-1] = 7
+        del buf
+    assert pool.total_bytes() - start == 80 * mib
+    floats = device_empty(cupy, 3 * mib + 1, np.float32)
+    assert floats.shape == (3 * mib + 1,) and floats.dtype == np.float32
+
+
 def test_split_shares():
     d = BatchDecoder(0, hw_decoder_load=0.75, cpu_share=0.2, cpu_threads=2)
     assert d.split(256) == {"cpu": 51, "hw": 154, "cuda": 51}

@@ -87,3 +87,30 @@ def test_the_cpu_takes_the_regions_cheapest_there():
     assert cheapest_on_cpu(shapes, regions, idx, 9) == idx
     # without regions (no ROIs) the batch's first samples, as before
     assert cheapest_on_cpu(shapes, [None] * 6, idx, 2) == [0, 1]
+
+
+def test_device_buffer_sizes_lie_on_a_grid_of_eight_steps_a_doubling():
+    from chute.gpu.runtime import device_size
+
+    mib = 1 << 20
+    assert device_size(0) == 0 and device_size(mib) == mib and device_size(5000) == 5000
+    assert device_size(mib + 1) == 2 * mib  # 1 MiB steps at least
+    assert device_size(64 * mib) == 64 * mib and device_size(64 * mib + 1) == 72 * mib
+    assert device_size(70 * mib, steps=0) == 70 * mib  # exact sizes
+    sizes = {device_size(n) for n in range(40 * mib, 160 * mib, 99_991)}
+    assert len(sizes) < 20  # a few blocks serve every batch between 40 and 160 MiB
+    for n in range(2 * mib, 300 * mib, 1_234_567):
+        assert n <= device_size(n) < n + max(n // 8, mib)
+
+
+def test_a_bad_size_grid_setting_is_refused_by_name():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CHUTE_GPU_SIZE_STEPS": "eight"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import chute.gpu.runtime"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert "CHUTE_GPU_SIZE_STEPS must be an int >= 0" in done.stderr and "'eight'" in done.stderr

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.gpu.runtime import require_gpu
+from chute.gpu.runtime import device_empty, require_gpu
 
 __all__ = [
     "FLAT_DTYPE",
@@ -142,7 +142,7 @@ class ElementBatch:
         shapes = [_with_channels(s, channels) for s in self.shapes]
         sizes = np.array([int(np.prod(s, dtype=np.int64)) for s in shapes], np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        buf = cupy.empty(int(sizes.sum()), dtype)
+        buf = device_empty(cupy, int(sizes.sum()), dtype)
         ptrs = buf.data.ptr + offsets.astype(np.uint64) * np.uint64(dtype.itemsize)
         views = [buf[o : o + k].reshape(s) for o, k, s in zip(offsets.tolist(), sizes, shapes)]
         return ptrs, views

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from chute.gpu.codec_api import DeviceImage
+from chute.gpu.runtime import device_empty
 
 __all__ = [
     "clip_roi",
@@ -247,7 +248,7 @@ def decode_share(
         for (i, y0, x0, h, w), o in zip(take, offsets.tolist())
     ]
     errors = cpu_regions(items, threads)
-    device = cupy.empty(host.shape, np.uint8)
+    device = device_empty(cupy, host.size, np.uint8)
     device.set(host, stream=stream)
     base = device.data.ptr
     for (i, _, _, h, w), o, error in zip(take, offsets.tolist(), errors):

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from chute.gpu.runtime import require_gpu
+from chute.gpu.runtime import device_empty, require_gpu
 
 __all__ = [
     "BLUR_DTYPE",
@@ -327,7 +327,7 @@ def _run_geom(
     dt = np.dtype(out_dtype)
     kernel_args = (_in_kind(images.dtype), out_kind(dt), int(round_away))
     with stream:
-        buf = cupy.empty(total, dt)
+        buf = device_empty(cupy, total, dt)
         if len(table):
             kernel = _function("warp.cu", name, *kernel_args, cupy.cuda.Device().id)
             table_dev = cupy.asarray(table.view(np.uint8))
@@ -468,10 +468,10 @@ def gaussian_blur_batch(
     dt = np.dtype(out_dtype)
     kinds = (_in_kind(images.dtype), out_kind(dt), 1)
     with stream:
-        out = cupy.empty(total, dt)
+        out = device_empty(cupy, total, dt)
         if n:
             device = cupy.cuda.Device().id
-            scratch = cupy.empty(total, np.float32)
+            scratch = device_empty(cupy, total, np.float32)
             table_dev = cupy.asarray(table.view(np.uint8))
             weights_dev = cupy.asarray(weights)
             rows = _function("filter.cu", "blur_rows", *kinds, device)

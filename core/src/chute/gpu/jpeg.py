@@ -41,7 +41,7 @@ from chute.gpu.cpu_decode import (
     pinned_buffer,
     shape_from_pil,
 )
-from chute.gpu.runtime import nvimgcodec_module, quick_gil_handoff, require_gpu
+from chute.gpu.runtime import device_empty, nvimgcodec_module, quick_gil_handoff, require_gpu
 from chute.gpu.share_balance import ShareBalancer
 from chute.runtime.tuning import DEFAULTS
 
@@ -433,7 +433,7 @@ class BatchDecoder:
             if on_host:
                 return pinned_buffer(nbytes)
             with cupy.cuda.Device(self.device_id), stream:
-                return cupy.empty(nbytes, np.uint8)
+                return device_empty(cupy, nbytes, np.uint8)
 
         # Only the decode itself runs on the decoder's thread: describing the images before
         # and freeing the descriptions after overlap with another lane's decode.
@@ -450,7 +450,7 @@ class BatchDecoder:
         keep: list[Any] = []
         if on_host and buffer is not None:
             with cupy.cuda.Device(self.device_id):
-                device = cupy.empty(buffer.shape, np.uint8)
+                device = device_empty(cupy, buffer.size, np.uint8)
                 device.set(buffer, stream=stream)
             shift = device.data.ptr - buffer.ctypes.data
             images = [

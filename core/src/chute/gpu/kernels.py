@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from chute.gpu.codec_api import DeviceImage
-from chute.gpu.runtime import require_gpu
+from chute.gpu.runtime import device_empty, require_gpu
 
 __all__ = [
     "SAMPLE_DTYPE",
@@ -395,7 +395,7 @@ def resize_batch(
     dt = np.dtype(dtype)
     _out_kind(dt)
     with stream:
-        buf = cupy.empty(int(counts.sum()), dt)
+        buf = device_empty(cupy, int(counts.sum()), dt)
     table = build_sample_table(ptrs, shapes, strides, _windows(windows, shapes), out_hw, offsets)
     _launch(
         cupy,

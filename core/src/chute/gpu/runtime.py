@@ -8,6 +8,7 @@ machine without a GPU; the first GPU operation calls :func:`require_gpu`, which 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from types import ModuleType
@@ -17,6 +18,8 @@ __all__ = [
     "INSTALL_HINT",
     "cupy_module",
     "device_count",
+    "device_empty",
+    "device_size",
     "gpu_available",
     "nvimgcodec_module",
     "quick_gil_handoff",
@@ -99,6 +102,45 @@ def nvimgcodec_module() -> ModuleType:
     module = _import_nvimgcodec()
     assert module is not None
     return module
+
+
+def _size_steps() -> int:
+    text = os.environ.get("CHUTE_GPU_SIZE_STEPS", "8")
+    try:
+        steps = int(text)
+    except ValueError:
+        steps = -1
+    if steps < 0:
+        raise ValueError(f"CHUTE_GPU_SIZE_STEPS must be an int >= 0 (0: exact sizes), got {text!r}")
+    return steps
+
+
+# Steps per doubling of the sizes chute's variable-sized GPU buffers take from CuPy's pool
+# (a batch's decoded images, ragged kernel outputs, CPU-decoded uploads); 0 allocates exact
+# sizes (CHUTE_GPU_SIZE_STEPS, for A/B runs). The pool hands a freed block out again only for
+# a request no larger than it, and keeps freed blocks per stream: a buffer a little larger
+# than the last batch's took new device memory while the old block stayed in the pool. On a
+# grid of 8 steps per doubling (at most 1/8 more than asked, 1 MiB steps at least) the next
+# batches' buffers mostly fit the block the previous one freed.
+SIZE_STEPS = _size_steps()
+_MIN_STEP = 1 << 20
+
+
+def device_size(nbytes: int, steps: int | None = None) -> int:
+    """``nbytes`` rounded up to the allocation grid (:data:`SIZE_STEPS` per doubling)."""
+    steps = SIZE_STEPS if steps is None else steps
+    if steps <= 0 or nbytes <= _MIN_STEP:
+        return nbytes
+    step = max((1 << (nbytes.bit_length() - 1)) // steps, _MIN_STEP)
+    return -(-nbytes // step) * step
+
+
+def device_empty(cupy: ModuleType, count: int, dtype: Any) -> Any:
+    """A 1-D CuPy array of ``count`` elements in a block of :func:`device_size` bytes (on the
+    current device and stream), for buffers whose size changes from batch to batch."""
+    itemsize = cupy.dtype(dtype).itemsize
+    whole = -(-device_size(count * itemsize) // itemsize)
+    return cupy.empty(whole, dtype)[:count]
 
 
 def use_device(device_id: int) -> Any:
