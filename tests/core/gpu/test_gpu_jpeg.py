@@ -274,6 +274,9 @@ def test_buffers_of_growing_sizes_reuse_one_block_of_the_device_pool():
     assert pool.total_bytes() - start == 80 * mib
     floats = device_empty(cupy, 3 * mib + 1, np.float32)
     assert floats.shape == (3 * mib + 1,) and floats.dtype == np.float32
+    assert floats.base.nbytes == device_size(floats.nbytes)
+    dense = device_empty(cupy, 3 * mib + 1, np.float32, exact=True)  # one size every batch
+    assert dense.base is None or dense.base.nbytes == dense.nbytes
 
 
 def test_split_shares():

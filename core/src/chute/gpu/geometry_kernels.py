@@ -295,12 +295,17 @@ def launch(kernel: Any, n: int, out_hw: np.ndarray, args: tuple) -> None:
     kernel(grid, _BLOCK, args)
 
 
+def _one_size(out_hw: np.ndarray) -> bool:
+    """Whether every sample has the same output size (a dense batch: no rounding needed)."""
+    return bool(len(out_hw) and np.all(out_hw == out_hw[0]))
+
+
 def batch_outputs(
     buf: Any, out_hw: np.ndarray, offsets: np.ndarray, c: int, squeeze: bool = False
 ) -> Any:
     """One (N, H, W[, C]) array when all sizes agree, else a list of views into ``buf``."""
     n = len(out_hw)
-    if n and np.all(out_hw == out_hw[0]):
+    if _one_size(out_hw):
         h, w = (int(v) for v in out_hw[0])
         return buf.reshape((n, h, w) if squeeze else (n, h, w, c))
     views = []
@@ -327,7 +332,7 @@ def _run_geom(
     dt = np.dtype(out_dtype)
     kernel_args = (_in_kind(images.dtype), out_kind(dt), int(round_away))
     with stream:
-        buf = device_empty(cupy, total, dt)
+        buf = device_empty(cupy, total, dt, exact=_one_size(out_hw))
         if len(table):
             kernel = _function("warp.cu", name, *kernel_args, cupy.cuda.Device().id)
             table_dev = cupy.asarray(table.view(np.uint8))
@@ -468,10 +473,10 @@ def gaussian_blur_batch(
     dt = np.dtype(out_dtype)
     kinds = (_in_kind(images.dtype), out_kind(dt), 1)
     with stream:
-        out = device_empty(cupy, total, dt)
+        out = device_empty(cupy, total, dt, exact=_one_size(hw))
         if n:
             device = cupy.cuda.Device().id
-            scratch = device_empty(cupy, total, np.float32)
+            scratch = device_empty(cupy, total, np.float32, exact=_one_size(hw))
             table_dev = cupy.asarray(table.view(np.uint8))
             weights_dev = cupy.asarray(weights)
             rows = _function("filter.cu", "blur_rows", *kinds, device)

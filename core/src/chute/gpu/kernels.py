@@ -395,7 +395,7 @@ def resize_batch(
     dt = np.dtype(dtype)
     _out_kind(dt)
     with stream:
-        buf = device_empty(cupy, int(counts.sum()), dt)
+        buf = device_empty(cupy, int(counts.sum()), dt, exact=uniform)
     table = build_sample_table(ptrs, shapes, strides, _windows(windows, shapes), out_hw, offsets)
     _launch(
         cupy,

@@ -135,11 +135,12 @@ def device_size(nbytes: int, steps: int | None = None) -> int:
     return -(-nbytes // step) * step
 
 
-def device_empty(cupy: ModuleType, count: int, dtype: Any) -> Any:
+def device_empty(cupy: ModuleType, count: int, dtype: Any, exact: bool = False) -> Any:
     """A 1-D CuPy array of ``count`` elements in a block of :func:`device_size` bytes (on the
-    current device and stream), for buffers whose size changes from batch to batch."""
+    current device and stream), for buffers whose size changes from batch to batch;
+    ``exact`` (a batch of one shape, the same size every batch) takes just ``count``."""
     itemsize = cupy.dtype(dtype).itemsize
-    whole = -(-device_size(count * itemsize) // itemsize)
+    whole = count if exact else -(-device_size(count * itemsize) // itemsize)
     return cupy.empty(whole, dtype)[:count]
 
 
