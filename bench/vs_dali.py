@@ -12,7 +12,9 @@ extra word ``env:NAME=VALUE`` sets an environment variable of that system's proc
 Printed last, per config and system: median img/s, the median and per-round ratios to
 DALI, the GPU memory the run added (MB) and the process's CPU time per image over the
 timed loop (ms, every thread of the process; the JSON also holds the whole process's,
-start-up included).
+start-up included). ``--dmon`` adds, per run, the hardware JPEG decoders' and the SMs' mean
+utilisation over the seconds the GPU was busy (``nvidia-smi dmon -s u`` beside the run):
+whether the decoders or the host bound a system.
 """
 
 from __future__ import annotations
@@ -28,8 +30,75 @@ import tempfile
 from typing import Any
 
 
+def dmon_summary(text: str) -> dict[str, float | None]:
+    """``nvidia-smi dmon -s u`` output of one run: the hardware JPEG decoders' (``jpg``) and the
+    SMs' mean utilisation (%) over the seconds either was busy, and the decoders' peak."""
+    names: list[str] = []
+    rows: list[dict[str, float]] = []
+    for line in text.splitlines():
+        if line.startswith("#"):  # "# gpu sm mem enc dec jpg ofa" (or "#Time gpu ..." with -o T)
+            words = line[1:].split()
+            if not names and "gpu" in words:
+                names = words
+            continue
+        words = line.split()
+        if len(words) != len(names):
+            continue
+        try:
+            rows.append({n: float(w) for n, w in zip(names, words) if n in ("sm", "jpg")})
+        except ValueError:  # "-" where a counter is not reported
+            continue
+    busy = [r for r in rows if r.get("sm", 0) > 0 or r.get("jpg", 0) > 0]
+    if not busy or "jpg" not in busy[0]:
+        return {"jpg_pct": None, "jpg_max": None, "sm_pct": None}
+    return {
+        "jpg_pct": round(sum(r["jpg"] for r in busy) / len(busy), 1),
+        "jpg_max": max(r["jpg"] for r in busy),
+        "sm_pct": round(sum(r.get("sm", 0.0) for r in busy) / len(busy), 1),
+    }
+
+
+def _dmon_start(a: argparse.Namespace) -> subprocess.Popen | None:
+    """``nvidia-smi dmon`` on the GPU the run uses (the first of CUDA_VISIBLE_DEVICES)."""
+    if not a.dmon or a.device != "gpu":
+        return None
+    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+    try:
+        return subprocess.Popen(
+            ["nvidia-smi", "dmon", "-s", "u", "-i", gpu],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+    except OSError:
+        return None
+
+
+def _dmon_stop(proc: subprocess.Popen | None) -> dict[str, float | None]:
+    if proc is None:
+        return {}
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return dmon_summary(out or "")
+
+
 def run_one(system: str, extra: str, preset: str, threads: str, a: argparse.Namespace) -> dict:
-    """One fresh ``chute bench`` process: img/s, GPU MB added and CPU ms per image (or None)."""
+    """One fresh ``chute bench`` process: img/s, GPU MB added and CPU ms per image (or None);
+    with ``--dmon`` also the GPU's decoder and SM utilisation over the run."""
+    dmon = _dmon_start(a)
+    try:
+        out = _run_bench(system, extra, preset, threads, a)
+    finally:
+        used = _dmon_stop(dmon)
+    out.update(used)
+    return out
+
+
+def _run_bench(system: str, extra: str, preset: str, threads: str, a: argparse.Namespace) -> dict:
     bench = system.split("+")[0]
     env = dict(os.environ)
     for word in [w for w in extra.split() if w.startswith("env:")]:
@@ -81,6 +150,11 @@ def main() -> None:
     p.add_argument("--device", default="gpu", choices=("gpu", "cpu"))
     p.add_argument("--timeout", type=float, default=240.0, help="seconds for one run")
     p.add_argument("--json", default=None, help="write every round here (after each config)")
+    p.add_argument(
+        "--dmon",
+        action="store_true",
+        help="record the hardware JPEG decoders' and SMs' utilisation of each run (nvidia-smi)",
+    )
     a = p.parse_args()
     systems = [s.split(":", 1) if ":" in s else [s, ""] for s in a.systems.split(";") if s]
     names = [n for n, _ in systems]
@@ -98,7 +172,7 @@ def main() -> None:
                 with open(a.json, "w") as f:
                     json.dump(record, f, indent=1)
     print(f"\n{'config':10} {'system':10} {'img/s':>8} {'/DALI':>6} {'per-round':28} "
-          f"{'GPU MB':>7} {'CPU ms/img':>10}")  # fmt: skip
+          f"{'GPU MB':>7} {'CPU ms/img':>10}" + (f" {'NVJPG %':>7}" if a.dmon else ""))  # fmt: skip
     for key, runs in results.items():
         dali = [x["img_s"] for x in runs.get("dali", [])]
         for name in names:
@@ -109,6 +183,7 @@ def main() -> None:
                 f"{' '.join(f'{q:.2f}' for q in ratios):28} "
                 f"{_median([x['gpu_mb'] for x in runs[name]]):7.0f} "
                 f"{_median([x['cpu_ms_per_img'] for x in runs[name]]):10.3f}"
+                + (f" {_median([x.get('jpg_pct') for x in runs[name]]):7.1f}" if a.dmon else "")
             )
 
 

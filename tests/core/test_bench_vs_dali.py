@@ -1,0 +1,63 @@
+"""bench/vs_dali.py: the decoder-utilisation summary of nvidia-smi dmon, and a CPU run of the
+script itself (DALI absent: chute's rows only)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "vs_dali.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("bench_vs_dali", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DMON = """\
+# gpu    sm   mem   enc   dec   jpg   ofa
+# Idx     %     %     %     %     %     %
+    0     0     0     0     0     0     0
+    0    27    10     0     0    75     0
+    0    30    12     0     0    86     0
+    0     3     0     0     0     0     0
+    0     -     -     -     -     -     -
+    0     0     0     0     0     0     0
+"""
+
+
+def test_dmon_summary_averages_the_busy_seconds():
+    vs = _module()
+    assert vs.dmon_summary(DMON) == {"jpg_pct": 53.7, "jpg_max": 86.0, "sm_pct": 20.0}
+    timed = "#Time gpu sm mem enc dec jpg ofa\n#HH:MM:SS Idx % % % % % %\n"
+    timed += " 14:45:20 0 44 9 0 0 100 0\n 14:45:21 0 40 9 0 0 66 0\n"
+    assert vs.dmon_summary(timed) == {"jpg_pct": 83.0, "jpg_max": 100.0, "sm_pct": 42.0}
+    idle = {"jpg_pct": None, "jpg_max": None, "sm_pct": None}
+    assert vs.dmon_summary("# gpu sm mem\n 0 0 0\n") == idle  # no decoder column, all idle
+    assert vs.dmon_summary("") == idle
+
+
+def test_a_cpu_round_writes_each_systems_measurements(tmp_path):
+    from chute.tools.sample_data import make_imagenet_like
+
+    data = make_imagenet_like(str(tmp_path / "data"), n=16)
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    cmd = [sys.executable, str(SCRIPT), "--data", data, "--device", "cpu", "--rounds", "1"]
+    cmd += ["--configs", "val:1", "--systems", "chute;chute+l1:--tuning cpu_lanes=1"]
+    cmd += ["--batch", "4", "--warmup", "1", "--iters", "2", "--timeout", "120"]
+    cmd += ["--json", str(out), "--dmon"]  # no GPU: nothing to record beside a CPU run
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads(out.read_text())["results"]["val:1"]
+    for name in ("chute", "chute+l1"):
+        (one,) = runs[name]
+        assert one["img_s"] > 0 and one["cpu_ms_per_img"] > 0, one
+        assert "jpg_pct" not in one
+    assert "NVJPG %" in done.stdout and "chute+l1" in done.stdout
