@@ -1,5 +1,5 @@
 """bench/vs_dali.py: the decoder-utilisation summary of nvidia-smi dmon, and a CPU run of the
-script itself (DALI absent: chute's rows only)."""
+script itself (DALI absent: chute's rows only); bench/spy_summary.py's py-spy shares."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "vs_dali.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPT = BENCH / "vs_dali.py"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("bench_vs_dali", SCRIPT)
+def _module(path: Path = SCRIPT):
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -61,3 +62,26 @@ def test_a_cpu_round_writes_each_systems_measurements(tmp_path):
         assert one["img_s"] > 0 and one["cpu_ms_per_img"] > 0, one
         assert "jpg_pct" not in one
     assert "NVJPG %" in done.stdout and "chute+l1" in done.stdout
+
+
+def test_spy_summary_shares_by_thread_leaf_and_function(tmp_path, capsys):
+    spy = _module(BENCH / "spy_summary.py")
+    raw = tmp_path / "gil.txt"
+    raw.write_text(
+        "thread (11): lane;run (a.py:1);decode (b.py:2) 6\n"
+        "thread (12): lane;run (a.py:1);parse (c.py:3) 3\n"
+        "thread (12): lane;_find_and_load (<frozen>:1);exec (d.py:4) 1\n"
+        "not a sample line\n"
+    )
+    rows = spy.read_raw(raw.read_text().splitlines())
+    assert len(rows) == 3 and rows[0] == (
+        ["thread (11): lane", "run (a.py:1)", "decode (b.py:2)"],
+        6,
+    )
+    shares = spy.summarise(rows)
+    assert shares["threads"] == [("thread: lane", 10, 100.0)]  # ids dropped: one name
+    assert shares["functions"][:2] == [("run", 9, 90.0), ("decode", 6, 60.0)]
+    assert shares["leaves"][0] == ("thread: lane | decode (b.py:2) <- run (a.py:1)", 6, 60.0)
+    spy.main([str(raw), "--skip-imports", "--match", "parse"])
+    out = capsys.readouterr().out
+    assert out.startswith("3 samples") and "parse" in out and "decode" not in out
