@@ -472,11 +472,12 @@ def gaussian_blur_batch(
     )
     dt = np.dtype(out_dtype)
     kinds = (_in_kind(images.dtype), out_kind(dt), 1)
+    dense = _one_size(hw)
     with stream:
-        out = device_empty(cupy, total, dt, exact=_one_size(hw))
+        out = device_empty(cupy, total, dt, exact=dense)
         if n:
             device = cupy.cuda.Device().id
-            scratch = device_empty(cupy, total, np.float32, exact=_one_size(hw))
+            scratch = device_empty(cupy, total, np.float32, exact=dense)
             table_dev = cupy.asarray(table.view(np.uint8))
             weights_dev = cupy.asarray(weights)
             rows = _function("filter.cu", "blur_rows", *kinds, device)
