@@ -162,6 +162,11 @@ def test_batch_nbytes_of_every_batch_kind():
     assert batch_nbytes(TensorListCPU([a, a[:2]])) == 60 + 40
     assert batch_nbytes(a) == 60
     assert batch_nbytes(None) == 0
+    # a batch of samples tells its bytes without a view per sample
+    ragged = TensorListCPU([a, a[:2]])
+    ragged.at = None  # (what the executor's statistics must not need)
+    assert ragged.nbytes == batch_nbytes(ragged) == 100
+    assert TensorListCPU([]).nbytes == 0
 
 
 def test_snapshot_merges_accumulators_of_many_threads():

@@ -103,6 +103,13 @@ class TensorListCPU:
             return self._dense.ndim - 1
         return self._samples[0].ndim if self._samples else 0  # type: ignore[index]
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes the samples hold (as TensorListGPU.nbytes; the executor's statistics)."""
+        if self._dense is not None:
+            return int(self._dense.nbytes)
+        return sum(s.nbytes for s in self._samples or ())
+
     def layout(self) -> str:
         """The samples' layout ("HWC", ...); "" when unknown."""
         return self._layout
