@@ -325,7 +325,7 @@ class BatchDecoder:
             todo = [i for i in range(n) if result.errors[i] is None and parsed_ok[i]]
             fallback = [i for i in range(n) if result.errors[i] is None and not parsed_ok[i]]
             counts = self.split(len(todo))
-            if self.cpu_pick == "cost" and regions is not None:
+            if counts["cpu"] and self.cpu_pick == "cost" and regions is not None:
                 cpu = cheapest_on_cpu(parsed.shapes, regions, todo, counts["cpu"])
                 taken = set(cpu)
                 rest = [i for i in todo if i not in taken]
