@@ -10,6 +10,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "native.h"
@@ -20,6 +21,9 @@ typedef int (*stream_info_fn)(void *stream, void *info);
 typedef int (*sub_stream_fn)(void *stream, void **sub, const void *view);
 typedef int (*create_image_fn)(void *instance, void **image, const void *info);
 typedef int (*destroy_fn)(void *handle);
+typedef int (*decode_fn)(void *decoder, const void *streams, const void *images, int batch_size,
+                         const void *params, void **future);
+typedef int (*statuses_fn)(void *future, void *statuses, size_t *size);
 
 /* a C-contiguous buffer of 8-byte items (uint64 NumPy arrays), writable where asked */
 static int u64_buffer(PyObject *obj, Py_buffer *view, int writable, const char *name) {
@@ -179,4 +183,53 @@ PyObject *codec_destroy(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&h);
     Py_RETURN_NONE;
+}
+
+/* A batch's decode, its wait and its per-image statuses in one call without the GIL.
+ *
+ * Through ctypes these were four calls, each taking the GIL back on return; the thread that
+ * runs a hardware decoder's calls spent 1.5% of its time waiting for the GIL that way with
+ * chute's two lanes and 2.5% with three lanes beside a CPU share (py-spy --native, 32-core host,
+ * session 15), time in which the decoder had nothing queued. Returns (stage, status): the
+ * stage that failed (0 decode, 1 wait, 2 statuses) and its status, (2, 0) when all went well.
+ * The future is always destroyed. */
+PyObject *codec_decode(PyObject *self, PyObject *args) {
+    unsigned long long decode_a, wait_a, statuses_a, destroy_a, decoder, params;
+    PyObject *sources_obj, *images_obj, *statuses_obj;
+    if (!PyArg_ParseTuple(args, "KKKKKOOKO", &decode_a, &wait_a, &statuses_a, &destroy_a,
+                          &decoder, &sources_obj, &images_obj, &params, &statuses_obj))
+        return NULL;
+    Py_buffer s = {0}, im = {0}, st = {0};
+    PyObject *result = NULL;
+    if (u64_buffer(sources_obj, &s, 0, "sources") < 0 ||
+        u64_buffer(images_obj, &im, 0, "images") < 0 ||
+        PyObject_GetBuffer(statuses_obj, &st, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    Py_ssize_t n = s.len / 8;
+    if (im.len / 8 != n || st.len != n * 4 || n > INT_MAX || !decoder || !params) {
+        PyErr_SetString(PyExc_ValueError,
+                        "codec_decode: sources, images and statuses (4 bytes each) disagree");
+        goto done;
+    }
+    decode_fn decode = (decode_fn)as_fn(decode_a);
+    destroy_fn wait = (destroy_fn)as_fn(wait_a), destroy = (destroy_fn)as_fn(destroy_a);
+    statuses_fn statuses = (statuses_fn)as_fn(statuses_a);
+    int stage = 0, status = 0;
+    size_t size = (size_t)n;
+    Py_BEGIN_ALLOW_THREADS
+    void *future = NULL;
+    status = decode((void *)(uintptr_t)decoder, s.buf, im.buf, (int)n,
+                    (const void *)(uintptr_t)params, &future);
+    if (status == 0 && (stage = 1, status = wait(future)) == 0) {
+        stage = 2;
+        status = statuses(future, st.buf, &size);
+    }
+    if (future) destroy(future);
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("ii", stage, status);
+done:
+    if (s.obj) PyBuffer_Release(&s);
+    if (im.obj) PyBuffer_Release(&im);
+    if (st.obj) PyBuffer_Release(&st);
+    return result;
 }

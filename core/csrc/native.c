@@ -363,6 +363,12 @@ static PyMethodDef methods[] = {
     {"codec_destroy", codec_destroy, METH_VARARGS,
      "codec_destroy(destroy, handles)\n\n"
      "destroy(h) for each non-zero h of the uint64 array `handles`, without the GIL."},
+    {"codec_decode", codec_decode, METH_VARARGS,
+     "codec_decode(decode, wait, statuses, destroy, decoder, sources, images, params, out)\n\n"
+     "DecoderDecode of the uint64 arrays `sources` and `images` with the DecodeParams at\n"
+     "address `params`, FutureWaitForAll, FutureGetProcessingStatus into `out` (uint32, one\n"
+     "per image) and FutureDestroy, all without the GIL. -> (stage, status): the failed\n"
+     "stage (0 decode, 1 wait, 2 statuses) and its status; (2, 0) when all succeeded."},
 #ifndef _WIN32
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths, alloc) -> list\n\n"

@@ -34,6 +34,7 @@ PyObject *codec_parse(PyObject *self, PyObject *args);
 PyObject *codec_sub_streams(PyObject *self, PyObject *args);
 PyObject *codec_images(PyObject *self, PyObject *args);
 PyObject *codec_destroy(PyObject *self, PyObject *args);
+PyObject *codec_decode(PyObject *self, PyObject *args);
 
 /* read_files.c */
 PyObject *read_files(PyObject *self, PyObject *args);

@@ -117,6 +117,79 @@ def test_destroy_frees_each_non_zero_handle_once():
     assert freed == [5, 6]
 
 
+DECODE = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_int, c_void_p, POINTER(c_void_p))
+STATUSES = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, POINTER(c_size_t))
+
+
+def _decode_stand_ins(decode_status=0, wait_status=0, future=0x51):
+    """DecoderDecode / FutureWaitForAll / GetProcessingStatus / FutureDestroy that record calls."""
+    log = []
+
+    @DECODE
+    def decode(decoder, streams, images, n, params, out):
+        got = np.ctypeslib.as_array(ctypes.cast(streams, POINTER(ctypes.c_uint64)), (n,))
+        log.append(("decode", decoder, got.tolist(), n, ctypes.c_int32.from_address(params).value))
+        out[0] = future
+        return decode_status
+
+    @DESTROY
+    def wait(f):
+        log.append(("wait", f))
+        return wait_status
+
+    @STATUSES
+    def statuses(f, out, size):
+        log.append(("statuses", f, size[0]))
+        for k in range(size[0]):
+            ctypes.c_uint32.from_address(out + 4 * k).value = 10 + k
+        return 0
+
+    @DESTROY
+    def destroy(f):
+        log.append(("destroy", f))
+        return 0
+
+    fns = (decode, wait, statuses, destroy)  # kept alive by the caller
+    return fns, [address(f) for f in fns], log
+
+
+def test_decode_waits_reads_every_status_and_frees_the_future():
+    fns, addrs, log = _decode_stand_ins()
+    params = ctypes.c_int32(33)
+    out = np.zeros(3, np.uint32)
+    sources, images = np.array([7, 8, 9], np.uint64), np.array([1, 2, 3], np.uint64)
+    stage_status = calls.codec_decode(*addrs, 0xD0, sources, images, ctypes.addressof(params), out)
+    assert stage_status == (2, 0)
+    assert log == [
+        ("decode", 0xD0, [7, 8, 9], 3, 33),
+        ("wait", 0x51),
+        ("statuses", 0x51, 3),
+        ("destroy", 0x51),
+    ]
+    assert out.tolist() == [10, 11, 12]
+
+
+@pytest.mark.parametrize(
+    ("decode_status", "wait_status", "future", "expected", "steps"),
+    [
+        (4, 0, 0, (0, 4), ["decode"]),  # no future made: nothing to free
+        (4, 0, 0x51, (0, 4), ["decode", "destroy"]),  # a future made before the failure is freed
+        (0, 6, 0x51, (1, 6), ["decode", "wait", "destroy"]),  # no statuses read after a failed wait
+    ],
+)
+def test_decode_names_the_failed_step_and_still_frees_the_future(
+    decode_status, wait_status, future, expected, steps
+):
+    fns, addrs, log = _decode_stand_ins(decode_status, wait_status, future)
+    params = ctypes.c_int32(0)
+    out = np.full(2, 99, np.uint32)
+    ones = np.ones(2, np.uint64)
+    got = calls.codec_decode(*addrs, 1, ones, ones, ctypes.addressof(params), out)
+    assert got == expected
+    assert [entry[0] for entry in log] == steps
+    assert out.tolist() == [99, 99]
+
+
 def test_mismatched_arrays_are_refused_before_any_call():
     @DESTROY
     def never(handle):  # pragma: no cover - must not be called
@@ -135,6 +208,14 @@ def test_mismatched_arrays_are_refused_before_any_call():
             16,
             np.zeros(3, np.uint64),
         )
+    decode = (address(never),) * 4
+    ones = np.ones(2, np.uint64)
+    with pytest.raises(ValueError, match="disagree"):  # statuses must be 4 bytes an image
+        calls.codec_decode(*decode, 1, ones, ones, 8, np.zeros(2, np.uint64))
+    with pytest.raises(ValueError, match="disagree"):
+        calls.codec_decode(*decode, 1, ones, np.ones(3, np.uint64), 8, np.zeros(2, np.uint32))
+    with pytest.raises(ValueError, match="8-byte"):
+        calls.codec_decode(*decode, 1, np.ones(2, np.uint32), ones, 8, np.zeros(2, np.uint32))
     strided = np.zeros(8, np.uint8)[::2]
     with pytest.raises((BufferError, ValueError), match="contiguous"):
         calls.codec_parse(
