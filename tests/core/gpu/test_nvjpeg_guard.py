@@ -22,6 +22,9 @@ def wheel(tmp_path, monkeypatch):
     lib = tmp_path / "site" / "nvidia" / "cu13" / "lib" / "libnvjpeg.so.13"
     lib.parent.mkdir(parents=True)
     lib.write_bytes(b"not an ELF file")
+    # a regular package, as nvImageCodec's wheel makes it: an installed one then cannot take
+    # precedence over this earlier path entry (a namespace portion would lose to it)
+    (tmp_path / "site" / "nvidia" / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
         monkeypatch.delitem(sys.modules, name)
