@@ -110,6 +110,43 @@ def test_build_sample_table_broadcasts_arguments():
         )
 
 
+class _Interface:
+    """A GPU image known only by its ``__cuda_array_interface__`` (the general path)."""
+
+    def __init__(self, ptr, shape, strides=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": "|u1",
+            "data": (ptr, False),
+            "strides": strides,
+            "version": 3,
+        }
+
+
+class _NoCupy:
+    class ndarray:  # nothing here is a CuPy array
+        pass
+
+
+def test_a_decoders_batch_is_described_at_once_as_sample_by_sample():
+    from chute.gpu.codec_api import DeviceImage
+
+    shapes = [(40, 50, 3), (41, 7, 3), (1, 1, 3)]
+    images = [DeviceImage(None, 1000 * (k + 1), s) for k, s in enumerate(shapes)]
+    arrays, ptrs, table, strides = kernels._describe_inputs(_NoCupy, images)
+    assert arrays == images and ptrs == [1000, 2000, 3000]
+    assert table.dtype == np.int64 and table.tolist() == [list(s) for s in shapes]
+    assert strides == [150, 21, 3]
+    # the same images seen through the interface only (one of them padded rows) take the
+    # per-sample path and give the same table
+    mixed = [images[0], _Interface(2000, (41, 7, 3), (24, 3, 1)), images[2]]
+    _, ptrs2, table2, strides2 = kernels._describe_inputs(_NoCupy, mixed)
+    assert ptrs2 == ptrs and table2.tolist() == table.tolist() and strides2 == [150, 24, 3]
+    gray_and_rgb = [DeviceImage(None, 1, (4, 4, 1)), DeviceImage(None, 2, (4, 4, 3))]
+    with pytest.raises(ValueError, match="same number of channels"):
+        kernels._describe_inputs(_NoCupy, gray_and_rgb)
+
+
 def test_sizes_for_shorter_side():
     got = kernels.sizes_for_shorter_side([(375, 500, 3), (500, 333), (256, 256)], 256)
     assert got.tolist() == [[256, 341], [384, 256], [256, 256]]
