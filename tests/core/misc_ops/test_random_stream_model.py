@@ -87,3 +87,14 @@ def test_table_mirrors_the_c_struct_and_dtype_codes():
         "float32",
         "float64",
     ]
+
+
+@pytest.mark.parametrize("index", [5, 2**63 + 9, -3])  # -3: wrapped to 64 bits, as sample_key does
+def test_a_batch_keyed_by_its_reader_gets_each_samples_own_counter(index):
+    from chute.runtime.context import sample_key
+
+    metas = [{"sample_key": (index, EPOCH)}, {"sample_key": (77, EPOCH | (2 << 32))}]  # a filler
+    key, ctr = sample_counters(SEED, NODE, EPOCH, ITERATION, metas)
+    for i, meta in enumerate(metas):
+        k, c = sample_key(SEED, NODE, EPOCH, ITERATION, i, meta)
+        assert key[i].tolist() == [int(x) for x in k] and ctr[i].tolist() == [int(x) for x in c]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ _W1 = np.uint64(0xBB67AE8584CAA73B)
 _LO32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 _MASK64 = (1 << 64) - 1
+_TOP_BIT = np.uint64(1 << 63)
 _DOUBLE = 1.0 / 9007199254740992.0  # 2**-53
 
 
@@ -86,8 +88,12 @@ def sample_counters(
     if n and all(k is not None for k in keyed):
         # every sample keyed by its reader (the common case): context.sample_position's
         # rule for the whole batch at once, (1 << 63 | epoch, iteration 0, dataset index)
-        ctr[:, 1] = [index & _MASK64 for index, _ in keyed]
-        ctr[:, 3] = [((1 << 63) | e) & _MASK64 for _, e in keyed]
+        try:  # (index, epoch) pairs that are uint64s already: one conversion
+            pairs = np.fromiter(chain.from_iterable(keyed), np.uint64, 2 * n).reshape(n, 2)
+        except (OverflowError, TypeError, ValueError):  # e.g. a negative index: wrapped
+            pairs = np.array([(i & _MASK64, e & _MASK64) for i, e in keyed], np.uint64)
+        ctr[:, 1] = pairs[:, 0]
+        ctr[:, 3] = pairs[:, 1] | _TOP_BIT
         return key, ctr
     if not any(keyed) and not any(m and "batch_index" in m for m in metas):
         # no sample keyed: by place in the batch, (epoch, iteration, index in the batch)
