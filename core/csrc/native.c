@@ -373,7 +373,8 @@ static PyMethodDef methods[] = {
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths, alloc) -> list\n\n"
      "Each file of the list `paths`, opened and read without the GIL (two releases for the\n"
-     "whole list) into alloc(size), a writable buffer. Per path: alloc's object, the errno\n"
+     "whole list) into the writable buffers of alloc(sizes) (called once: sizes[i] is file\n"
+     "i's size, 0 where it is not read; one buffer per file back). Per path: its buffer, the errno\n"
      "(int) of the failed call, or None where the file was not the size fstat said (read it\n"
      "again another way). POSIX only."},
 #endif

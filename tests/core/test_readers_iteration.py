@@ -439,3 +439,45 @@ def test_a_reader_with_helper_processes_gives_the_same_batches(tmp_path, on_erro
         assert data[1].size == 0 and "b.jpg" in str(meta[1]["error"][1])
         assert data[2].tobytes() == (tmp_path / "c" / "c.jpg").read_bytes()
     source.close()
+
+
+def test_a_batch_of_files_shares_one_recycled_block_until_every_file_is_dropped(tmp_path):
+    import threading
+
+    from chute.ops.readers import file as file_reader
+
+    rng = np.random.default_rng(9)
+    sizes = (70_001, 1, 130_000, 64)
+    blobs = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in sizes]
+    paths = []
+    for i, blob in enumerate(blobs):
+        paths.append(str(tmp_path / f"f{i}.bin"))
+        with open(paths[-1], "wb") as f:
+            f.write(blob)
+    buffers = file_reader._buffers([70_001, 0, 5])
+    assert buffers[1] is None and [len(b) for b in (buffers[0], buffers[2])] == [70_001, 5]
+    assert buffers[2].ctypes.data - buffers[0].ctypes.data == 70_016  # 64-byte steps
+    assert buffers[0].base is buffers[2].base
+    assert file_reader._buffers([]) == []
+
+    def run():  # in a thread of its own: its pool starts empty
+        first = file_reader.read_files(paths)
+        block = id(first[0].base)  # the pool keeps the block: its id stays
+        shared = all(id(a.base) == block for a in first)
+        kept = first[2]
+        del first
+        second = file_reader.read_files(paths)  # one file of the first batch still held
+        while_held = id(second[0].base)
+        del second
+        third = file_reader.read_files(paths)
+        return shared, kept, while_held, third, block
+
+    out = []
+    thread = threading.Thread(target=lambda: out.append(run()))
+    thread.start()
+    thread.join()
+    shared, kept, while_held, third, block = out[0]
+    assert [a.tobytes() for a in third] == blobs and kept.tobytes() == blobs[2]
+    if file_reader._native_read is not None:
+        assert shared and while_held != block  # not reused while a file of it is held
+        assert id(third[0].base) == while_held  # reused once all its files were dropped
