@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SCRIPT = BENCH / "vs_dali.py"
 
@@ -85,3 +87,23 @@ def test_spy_summary_shares_by_thread_leaf_and_function(tmp_path, capsys):
     spy.main([str(raw), "--skip-imports", "--match", "parse"])
     out = capsys.readouterr().out
     assert out.startswith("3 samples") and "parse" in out and "decode" not in out
+
+
+def test_host_paths_times_each_path_over_the_given_files(tmp_path):
+    host = _module(BENCH / "host_paths.py")
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(12):
+        (data / f"{i}.bin").write_bytes(bytes(70_000))
+    out = tmp_path / "host.json"
+    result = host.main(["--data", str(data), "--batch", "3", "--repeat", "2", "--json", str(out)])
+    assert set(result) == {
+        "read_files_ms",
+        "epoch_plan_us",
+        "sample_counters_us",
+        "describe_inputs_us",
+    }
+    assert all(v > 0 for v in result.values())
+    assert json.loads(out.read_text())["args"]["batch"] == 3
+    with pytest.raises(SystemExit, match="needs at least"):
+        host.main(["--data", str(data), "--batch", "13"])
