@@ -115,6 +115,37 @@ def test_ragged_batch_and_dense_error_names_shapes():
     assert padded.shape == (3, 4, 3)
 
 
+@pytest.mark.parametrize(
+    "samples",
+    [
+        [np.array([k], np.int32) for k in range(5)],  # a reader's labels
+        [np.arange(12, dtype=np.float16).reshape(3, 4)[:, ::2] + k for k in range(3)],  # strided
+        [np.float32(k) for k in range(4)],  # 0-d samples
+        [np.array(["a"]), np.array(["abc"])],  # strings of two widths: one dtype
+    ],
+)
+def test_a_list_of_samples_becomes_the_stacked_array(samples):
+    from chute.tensors.cpu import TensorListCPU
+
+    batch = TensorListCPU(samples)
+    assert batch.is_dense_tensor()
+    dense = batch.as_array()
+    expected = np.stack([np.asarray(s) for s in samples])
+    assert dense.dtype == expected.dtype and dense.flags.c_contiguous
+    np.testing.assert_array_equal(dense, expected)
+
+
+def test_a_sample_of_another_dtype_or_rank_is_named():
+    from chute.tensors.cpu import TensorListCPU
+
+    with pytest.raises(TypeError, match="sample 2 has dtype float32"):
+        TensorListCPU([np.zeros(2, np.uint8), np.zeros(2, np.uint8), np.zeros(2, np.float32)])
+    with pytest.raises(TypeError, match="sample 1 has dtype uint8 and ndim 2"):
+        TensorListCPU([np.zeros(2, np.uint8), np.zeros((1, 2), np.uint8)])
+    assert not TensorListCPU([np.zeros(2), np.zeros(3)]).is_dense_tensor()
+    assert TensorListCPU([]).is_dense_tensor() and len(TensorListCPU([])) == 0
+
+
 def test_dlpack_round_trip_is_zero_copy():
     @pipeline_def(batch_size=4, num_threads=2, seed=0)
     def pipe():
