@@ -44,7 +44,9 @@ def random_crop_window(
     /,
 ) -> tuple[int, int, int, int] | None: ...
 def lut_u8(src: Buffer, tables: Buffer, dst: Buffer, mirror: bool, /) -> None: ...
-def read_files(paths: Sequence[str], alloc: Callable[[int], Any], /) -> list[Any]: ...
+def read_files(
+    paths: Sequence[str], alloc: Callable[[list[int]], Sequence[Any]], /
+) -> list[Any]: ...
 def jpeg_check_batch(
     buffers: Sequence[Buffer], only_jpeg: bool = ..., threads: int = ..., /
 ) -> list[str | None]: ...
@@ -66,6 +68,18 @@ def codec_images(
     create: int, instance: int, infos: Buffer, info_size: int, images: Buffer, /
 ) -> tuple[int, int]: ...
 def codec_destroy(destroy: int, handles: Buffer, /) -> None: ...
+def codec_decode(
+    decode: int,
+    wait: int,
+    statuses: int,
+    destroy: int,
+    decoder: int,
+    sources: Buffer,
+    images: Buffer,
+    params: int,
+    out: Buffer,
+    /,
+) -> tuple[int, int]: ...
 def random_crop_windows(
     shapes: Buffer,
     area_lo: float,
