@@ -294,16 +294,22 @@ def test_default_shuffle_is_the_same_wherever_the_dataset_lives(tmp_path):
     assert first != sorted(first)  # shuffled
 
 
-@pytest.mark.parametrize("dont_use_mmap", [None, False, True])  # None: unset (read)
-def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
-    rng = np.random.default_rng(3)
-    sizes = [0, 100, 16 * 1024 - 1, 16 * 1024, 70_001]  # read below 16 KiB, mapped above
+def _write_blobs(tmp_path, sizes, seed):
+    """Files f0.bin, f1.bin, ... of random bytes of the given sizes: (their bytes, paths)."""
+    rng = np.random.default_rng(seed)
     blobs = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in sizes]
     paths = []
     for i, blob in enumerate(blobs):
         paths.append(str(tmp_path / f"f{i}.bin"))
         with open(paths[-1], "wb") as f:
             f.write(blob)
+    return blobs, paths
+
+
+@pytest.mark.parametrize("dont_use_mmap", [None, False, True])  # None: unset (read)
+def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
+    sizes = [0, 100, 16 * 1024 - 1, 16 * 1024, 70_001]  # read below 16 KiB, mapped above
+    blobs, paths = _write_blobs(tmp_path, sizes, 3)
 
     @pipeline_def(batch_size=len(paths), num_threads=1, device_id=None)
     def pipe():
@@ -345,13 +351,7 @@ def test_read_files_reads_a_batch_as_read_file_does(tmp_path, monkeypatch, nativ
 
     if not native:
         monkeypatch.setattr(file_reader, "_native_read", None)
-    rng = np.random.default_rng(5)
-    blobs = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in (1, 4096, 70_001)]
-    paths = []
-    for i, blob in enumerate(blobs):
-        paths.append(str(tmp_path / f"f{i}.bin"))
-        with open(paths[-1], "wb") as f:
-            f.write(blob)
+    blobs, paths = _write_blobs(tmp_path, (1, 4096, 70_001), 5)
     empty = tmp_path / "empty.bin"
     empty.write_bytes(b"")
     asked = [*paths, str(tmp_path / "missing.jpg"), str(tmp_path), str(empty)]
@@ -446,14 +446,7 @@ def test_a_batch_of_files_shares_one_recycled_block_until_every_file_is_dropped(
 
     from chute.ops.readers import file as file_reader
 
-    rng = np.random.default_rng(9)
-    sizes = (70_001, 1, 130_000, 64)
-    blobs = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in sizes]
-    paths = []
-    for i, blob in enumerate(blobs):
-        paths.append(str(tmp_path / f"f{i}.bin"))
-        with open(paths[-1], "wb") as f:
-            f.write(blob)
+    blobs, paths = _write_blobs(tmp_path, (70_001, 1, 130_000, 64), 9)
     buffers = file_reader._buffers([70_001, 0, 5])
     assert buffers[1] is None and [len(b) for b in (buffers[0], buffers[2])] == [70_001, 5]
     assert buffers[2].ctypes.data - buffers[0].ctypes.data == 70_016  # 64-byte steps
