@@ -53,7 +53,9 @@ class TensorListCPU:
                 ]
             self._samples = samples
             kinds = (
-                {s.dtype.kind for s in samples} if samples and samples[0].dtype.kind in "US" else {}
+                {s.dtype.kind for s in samples}
+                if samples and samples[0].dtype.kind in "US"
+                else set()
             )
             if kinds == {"U"} or kinds == {"S"}:
                 # Strings (file paths) differ in length, hence in numpy itemsize: one dtype.
