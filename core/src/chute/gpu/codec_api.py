@@ -219,21 +219,21 @@ def parse_batch(encoded: Sequence[Any]) -> StreamBatch:
     infos.reshape(n, _INFO_SIZE)[:] = template
     calls = native.codec_calls
     if calls is not None:
-        # each buffer's export held while its code stream points into it
-        views = list(map(memoryview, encoded))
-        if not all(view.c_contiguous for view in views):  # rare: a strided sample, copied
-            views = [v if v.c_contiguous else memoryview(v.tobytes()) for v in views]
-        batch.keep = views
-        calls.codec_parse(
+        # the samples themselves, kept while their code streams point into them (NumPy
+        # arrays never move their memory); the compiled call reads their buffers
+        keep = list(encoded)
+        addresses = (
             lib.address["CodeStreamCreateFromHostMem"],
             lib.address["CodeStreamGetImageInfo"],
             lib.address["CodeStreamDestroy"],
             lib.instance.value or 0,
-            views,
-            infos,
-            _INFO_SIZE,
-            batch.handles,
         )
+        try:
+            calls.codec_parse(*addresses, keep, infos, _INFO_SIZE, batch.handles)
+        except (BufferError, ValueError):  # rare: a strided sample (no stream made yet), copied
+            keep = [k if memoryview(k).c_contiguous else memoryview(k).tobytes() for k in keep]
+            calls.codec_parse(*addresses, keep, infos, _INFO_SIZE, batch.handles)
+        batch.keep = keep
     else:
         arrays = [
             np.ascontiguousarray(data if isinstance(data, np.ndarray) else memoryview(data))
