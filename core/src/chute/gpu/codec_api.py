@@ -347,10 +347,10 @@ class CodecDecoder:
         """Allocate the batch's buffer and describe its output images (no decoder needed)."""
         lib = self._lib
         n = len(index)
-        sample_format, color_spec, c = SAMPLE_FORMATS[output_type]
+        c = SAMPLE_FORMATS[output_type][2]
         idx = np.asarray(index, np.int64)
         hw = streams.shapes[idx].copy()
-        turned = np.isin(streams.rotated[idx], (90, 270, -90))
+        turned = streams.rotated[idx] % 180 != 0  # 90, 270 or -90 degrees
         hw[turned] = hw[turned][:, ::-1]
         sizes = hw[:, 0] * hw[:, 1] * c
         offsets = np.zeros(n + 1, np.int64)
@@ -360,18 +360,8 @@ class CodecDecoder:
             return job
         job.buffer = buffer = allocate(int(offsets[-1]))
         job.base = buffer.data.ptr if hasattr(buffer.data, "ptr") else buffer.ctypes.data
-        template = L.header(L.ImageInfo(), L.IMAGE_INFO)
-        template.color_spec, template.sample_format, template.num_planes = (
-            color_spec,
-            sample_format,
-            1,
-        )
-        L.header(template.orientation, L.ORIENTATION)
-        plane = L.header(template.plane_info[0], L.IMAGE_PLANE_INFO)
-        plane.num_channels, plane.sample_type, plane.precision = c, L.UINT8, 8
-        template.buffer_kind = L.HOST_BUFFER if self.host else L.DEVICE_BUFFER
-        infos = np.zeros(n * _INFO_SIZE, np.uint8)
-        infos.reshape(n, _INFO_SIZE)[:] = np.frombuffer(bytes(template), np.uint8)
+        infos = np.empty(n * _INFO_SIZE, np.uint8)
+        infos.reshape(n, _INFO_SIZE)[:] = _image_template(output_type, self.host)
         _u32(infos, _INFO_HEIGHT, _INFO_SIZE)[:] = hw[:, 0]
         _u32(infos, _INFO_WIDTH, _INFO_SIZE)[:] = hw[:, 1]
         _u64(infos, _INFO_STRIDE, _INFO_SIZE)[:] = hw[:, 1] * c
@@ -465,6 +455,26 @@ class CodecDecoder:
         shapes = [(h, w, c) for h, w in job.hw.tolist()]
         out = [DeviceImage(buffer, p, s) if good else None for p, s, good in zip(ptrs, shapes, ok)]
         return out, buffer
+
+
+@functools.lru_cache(maxsize=16)
+def _image_template(output_type: str, host: bool) -> np.ndarray:
+    """The bytes of an output ImageInfo of ``output_type`` in host or device memory (sizes
+    and buffer filled per image): made once, not per batch."""
+    sample_format, color_spec, c = SAMPLE_FORMATS[output_type]
+    template = L.header(L.ImageInfo(), L.IMAGE_INFO)
+    template.color_spec, template.sample_format, template.num_planes = (
+        color_spec,
+        sample_format,
+        1,
+    )
+    L.header(template.orientation, L.ORIENTATION)
+    plane = L.header(template.plane_info[0], L.IMAGE_PLANE_INFO)
+    plane.num_channels, plane.sample_type, plane.precision = c, L.UINT8, 8
+    template.buffer_kind = L.HOST_BUFFER if host else L.DEVICE_BUFFER
+    out = np.frombuffer(bytes(template), np.uint8).copy()
+    out.flags.writeable = False
+    return out
 
 
 # what CodecDecoder.run calls, in the order chute.runtime._native.codec_decode takes them
