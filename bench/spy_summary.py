@@ -1,4 +1,4 @@
-"""Summarise a py-spy raw profile: samples per thread, the hottest leaves, inclusive time per function.
+"""Summarise a py-spy raw profile: samples per thread, the hottest leaves, time per function.
 
     py-spy record --pid PID --duration 8 --rate 200 --threads --idle --format raw -o idle.txt
     py-spy record --pid PID --duration 6 --rate 200 --threads --gil --format raw -o gil.txt
@@ -8,7 +8,9 @@ With ``--gil`` the samples are those of the thread holding the interpreter lock,
 shares say what holds it; with ``--idle`` every thread's samples, waiting included. A line of
 py-spy's raw format is ``thread (tid);frame;frame;... COUNT``, the outermost frame first.
 ``--match`` keeps the stacks containing a text (a thread name, a function); ``--skip-imports``
-drops those inside the import system (a profile that began while modules loaded).
+drops those inside the import system (a profile that began while modules loaded). "lines"
+is self time per innermost line (function and file:line): where the held GIL is spent;
+"functions" is inclusive time.
 """
 
 from __future__ import annotations
@@ -36,22 +38,26 @@ def read_raw(lines: Iterable[str]) -> list[tuple[list[str], int]]:
 def summarise(
     rows: list[tuple[list[str], int]], top: int = 25
 ) -> dict[str, list[tuple[str, int, float]]]:
-    """Per thread, per leaf (the innermost three frames) and per function (inclusive):
-    (name, samples, percent of all samples), largest first."""
+    """Per thread, per leaf (the innermost three frames), per innermost line (self time)
+    and per function (inclusive): (name, samples, percent of all samples), largest first."""
     threads: collections.Counter = collections.Counter()
     leaves: collections.Counter = collections.Counter()
+    lines: collections.Counter = collections.Counter()
     functions: collections.Counter = collections.Counter()
     for frames, n in rows:
         thread = _TID.sub("", frames[0]).strip()
         threads[thread] += n
         leaf = " <- ".join(f[:70] for f in frames[-1:-4:-1] if f is not frames[0])
         leaves[f"{thread[:24]} | {leaf}"] += n
+        if len(frames) > 1:  # the thread's own frame only: no Python line
+            lines[frames[-1]] += n
         for name in {f.split(" (")[0] for f in frames[1:]}:
             functions[name] += n
     total = sum(threads.values()) or 1
+    counters = (("threads", threads), ("leaves", leaves), ("lines", lines))
     return {
         key: [(name, n, round(100 * n / total, 1)) for name, n in counter.most_common(top)]
-        for key, counter in (("threads", threads), ("leaves", leaves), ("functions", functions))
+        for key, counter in (*counters, ("functions", functions))
     }
 
 

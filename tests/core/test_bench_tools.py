@@ -84,6 +84,8 @@ def test_spy_summary_shares_by_thread_leaf_and_function(tmp_path, capsys):
     assert shares["threads"] == [("thread: lane", 10, 100.0)]  # ids dropped: one name
     assert shares["functions"][:2] == [("run", 9, 90.0), ("decode", 6, 60.0)]
     assert shares["leaves"][0] == ("thread: lane | decode (b.py:2) <- run (a.py:1)", 6, 60.0)
+    lines = [("decode (b.py:2)", 6, 60.0), ("parse (c.py:3)", 3, 30.0), ("exec (d.py:4)", 1, 10.0)]
+    assert shares["lines"] == lines  # self time per innermost line
     spy.main([str(raw), "--skip-imports", "--match", "parse"])
     out = capsys.readouterr().out
     assert out.startswith("3 samples") and "parse" in out and "decode" not in out
