@@ -25,6 +25,7 @@ import functools
 import os
 from collections.abc import Sequence
 from ctypes import POINTER, byref, c_int, c_size_t, c_void_p
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -155,14 +156,14 @@ class StreamBatch:
         out.shapes[:] = self.shapes
         out.rotated[:] = self.rotated
         out.flipped[:] = self.flipped
-        views = np.zeros(n * _VIEW_SIZE, np.uint8)
-        template = L.header(L.CodeStreamView(), L.CODE_STREAM_VIEW)
-        L.header(template.region, L.REGION)
-        template.region.ndim = 2
-        views.reshape(n, _VIEW_SIZE)[:] = np.frombuffer(bytes(template), np.uint8)
-        has = np.array([r is not None for r in regions], bool)
-        boxes = np.array([r if r is not None else (0, 0, 0, 0) for r in regions], np.int32)
-        boxes = boxes.reshape(n, 4)
+        views = np.empty(n * _VIEW_SIZE, np.uint8)
+        views.reshape(n, _VIEW_SIZE)[:] = _view_template()
+        has = np.fromiter((r is not None for r in regions), bool, n)
+        boxes = np.zeros((n, 4), np.int32)
+        cuts = int(has.sum())
+        if cuts:  # the regions' (y0, x0, y1, x1), one conversion
+            corners = chain.from_iterable(r for r in regions if r is not None)
+            boxes[has] = np.fromiter(corners, np.int32, 4 * cuts).reshape(cuts, 4)
         starts, ends = (
             _i32(views, _VIEW_START, _VIEW_SIZE, 2),
             _i32(views, _VIEW_END, _VIEW_SIZE, 2),
@@ -455,6 +456,17 @@ class CodecDecoder:
         shapes = [(h, w, c) for h, w in job.hw.tolist()]
         out = [DeviceImage(buffer, p, s) if good else None for p, s, good in zip(ptrs, shapes, ok)]
         return out, buffer
+
+
+@functools.lru_cache(maxsize=1)
+def _view_template() -> np.ndarray:
+    """The bytes of a CodeStreamView with a 2-D region (its corners filled per sample)."""
+    template = L.header(L.CodeStreamView(), L.CODE_STREAM_VIEW)
+    L.header(template.region, L.REGION)
+    template.region.ndim = 2
+    out = np.frombuffer(bytes(template), np.uint8).copy()
+    out.flags.writeable = False
+    return out
 
 
 @functools.lru_cache(maxsize=16)
