@@ -215,8 +215,9 @@ def random_crop_windows(shapes: Any, args: Any, ctx: Any) -> list:
         missed = drawn[:, 2] <= 0
         for i in np.flatnonzero(missed & (shapes[:, 0] > 0) & (shapes[:, 1] > 0)).tolist():
             drawn[i] = centre_crop_window(int(shapes[i, 0]), int(shapes[i, 1]), tuple(ratio))
-        windows = [tuple(w) for w in drawn.astype(np.float64).tolist()]
-        return [None if w[2] <= 0 or w[3] <= 0 else w for w in windows]
+        return [
+            tuple(w) if w[2] > 0 and w[3] > 0 else None for w in drawn.astype(np.float64).tolist()
+        ]
     if _vectorized_windows_ok() and n:  # without the compiled module: NumPy's Philox rounds
         key, ctr = philox.sample_counters(ctx.seed, ctx.node.id, ctx.epoch, ctx.iteration, meta)
         # valid shapes only: a 0 x 0 header makes the per-sample path raise as before
