@@ -240,8 +240,8 @@ class CoinFlip(Operator):
         n = len(meta)
         key, ctr = sample_counters(seed, node.id, epoch, iteration, meta)
         flips = coin_flips(stream_words(key, ctr, 1), float(node.arg("probability")))
-        values = flips.astype(node.arg("dtype") or np.int32).reshape(n, 1)
-        return [v.reshape(()) for v in values]
+        values = flips.astype(node.arg("dtype") or np.int32).reshape(n)
+        return [values[i, ...] for i in range(n)]  # 0-d views
 
     def run_gpu(self, inputs: list, args: Any, ctx: Any) -> Any:
         from chute.ops import random_gpu
