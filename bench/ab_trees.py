@@ -1,8 +1,10 @@
 """A/B of two chute trees on this machine: alternating fresh processes, rounds, median ratio.
 
 usage: python3 bench/ab_trees.py OUT.json DATA DEVICE PRESETS ROUNDS BATCH THREADS WARMUP ITERS
-Trees: .c9/old (before: `git archive REV core | tar -x -C .c9/old`, its extension built in
-place), . (after). Each run is `chute bench --systems chute --reps 1` in a fresh process.
+Trees: OLD_TREE (default .c9/old; before: `git archive REV core | tar -x -C .c9/old`, its
+extension built in place), . (after). Each run is `chute bench --systems chute --reps 1` in a
+fresh process. PRESETS is comma-separated; a preset may carry engine settings after a colon,
+';'-separated, each passed as `--tuning` (e.g. `train:gpu_lanes=3;decoder_options.cpu_share=0.2`).
 Prints a table last.
 """
 
@@ -17,8 +19,10 @@ out, data, device, presets, rounds, batch, threads, warmup, iters = sys.argv[1:1
 presets = presets.split(",")
 rounds = int(rounds)
 site = os.environ.get("SITE", "/tmp/site")
+old_tree = os.path.abspath(os.environ.get("OLD_TREE", ".c9/old"))
+old_main = "chute" if os.path.exists(f"{old_tree}/core/src/chute/__main__.py") else "chute.cli"
 trees = {
-    "before": ([f"{os.getcwd()}/.c9/old/core/src", site], ["-m", "chute.cli"]),
+    "before": ([f"{old_tree}/core/src", site], ["-m", old_main]),
     "after": ([f"{os.getcwd()}/core/src", site], ["-m", "chute"]),
 }
 res = {p: {t: [] for t in trees} for p in presets}
@@ -35,7 +39,8 @@ for r in range(rounds):
                     "--data",
                     data,
                     "--preset",
-                    p,
+                    p.partition(":")[0],
+                    *(x for t in p.partition(":")[2].split(";") if t for x in ("--tuning", t)),
                     "--device",
                     device,
                     "--systems",
