@@ -23,6 +23,7 @@ import cupy
 
 import chute.gpu.runtime as runtime
 import chute.ops.readers.file as file_reader
+import chute.ops.readers.local_files as local_files
 from chute import Iterator, LastBatchPolicy
 from chute.runtime import tuning
 from chute.tools.benchmark.pipelines import train_pipeline
@@ -40,7 +41,7 @@ def cached_read(self, path):
 
 
 def plain_read(self, path):
-    return file_reader.read_file(path, False)
+    return local_files.read_file(path, False)
 
 
 def pooled_reader(threads: int, use_mmap: bool):
@@ -51,7 +52,7 @@ def pooled_reader(threads: int, use_mmap: bool):
         paths = [self.files[s.index] for s in slots]
         step = -(-len(paths) // threads)
         chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
-        parts = pool.map(lambda c: [file_reader.read_file(p, use_mmap) for p in c], chunks)
+        parts = pool.map(lambda c: [local_files.read_file(p, use_mmap) for p in c], chunks)
         data = [x for part in parts for x in part]
         labels = [self.labels[s.index : s.index + 1].copy() for s in slots]
         return [data, labels], meta

@@ -34,7 +34,7 @@ def _files(data: Path, n: int) -> list[str]:
 
 
 def read_files_ms(files: list[str], batch: int, repeat: int) -> float:
-    from chute.ops.readers import file as file_reader
+    from chute.ops.readers import local_files as file_reader
 
     batches = [files[i : i + batch] for i in range(0, len(files) - batch + 1, batch)][:4]
     held: collections.deque = collections.deque(maxlen=6)

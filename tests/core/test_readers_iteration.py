@@ -328,7 +328,7 @@ def test_mapped_and_read_files_give_the_same_bytes(tmp_path, dont_use_mmap):
 
 @pytest.mark.parametrize("use_mmap", [False, True])
 def test_file_errors_name_the_file(tmp_path, use_mmap):
-    from chute.ops.readers.file import read_file
+    from chute.ops.readers.local_files import read_file
 
     with pytest.raises(OSError, match="missing.jpg"):
         read_file(str(tmp_path / "missing.jpg"), use_mmap=use_mmap)
@@ -338,7 +338,7 @@ def test_file_errors_name_the_file(tmp_path, use_mmap):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="no procfs")
 def test_files_whose_size_says_zero_are_read_whole():
-    from chute.ops.readers.file import read_file
+    from chute.ops.readers.local_files import read_file
 
     assert os.stat("/proc/self/status").st_size == 0
     text = read_file("/proc/self/status").tobytes()
@@ -347,7 +347,7 @@ def test_files_whose_size_says_zero_are_read_whole():
 
 @pytest.mark.parametrize("native", [True, False])
 def test_read_files_reads_a_batch_as_read_file_does(tmp_path, monkeypatch, native):
-    from chute.ops.readers import file as file_reader
+    from chute.ops.readers import local_files as file_reader
 
     if not native:
         monkeypatch.setattr(file_reader, "_native_read", None)
@@ -444,7 +444,7 @@ def test_a_reader_with_helper_processes_gives_the_same_batches(tmp_path, on_erro
 def test_a_batch_of_files_shares_one_recycled_block_until_every_file_is_dropped(tmp_path):
     import threading
 
-    from chute.ops.readers import file as file_reader
+    from chute.ops.readers import local_files as file_reader
 
     blobs, paths = _write_blobs(tmp_path, (70_001, 1, 130_000, 64), 9)
     buffers = file_reader._buffers([70_001, 0, 5])

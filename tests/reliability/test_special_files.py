@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from chute import OperatorError, fn, pipeline_def
-from chute.ops.readers import file as file_reader
+from chute.ops.readers import local_files as file_reader
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
 

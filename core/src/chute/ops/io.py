@@ -36,7 +36,7 @@ class FileRead(Operator):
         return [Spec(np.dtype(np.uint8), 1, None)]
 
     def run_sample(self, inputs: tuple, args: ArgView, ctx: Any) -> np.ndarray:
-        from chute.ops.readers.file import read_file
+        from chute.ops.readers.local_files import read_file
 
         return read_file(sample_to_str(inputs[0]), args["dont_use_mmap"] is False)
 

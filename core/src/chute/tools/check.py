@@ -24,7 +24,8 @@ from typing import Any
 
 from chute.ops.decoders.image_codec import decode
 from chute.ops.decoders.image_headers import detect_format
-from chute.ops.readers.file import IMAGE_FILTERS, read_file
+from chute.ops.readers.file import IMAGE_FILTERS
+from chute.ops.readers.local_files import read_file
 
 __all__ = ["BadFile", "CheckReport", "check", "check_file", "find_images"]
 

@@ -22,7 +22,7 @@ import numpy as np
 from chute.graph.node import OpNode
 from chute.graph.schema import Arg
 from chute.ops.readers import storage
-from chute.ops.readers.file import NotRegularFile, open_regular
+from chute.ops.readers.local_files import NotRegularFile, open_regular
 from chute.ops.readers.records import RECORD_ARGS, RecordSource
 
 __all__ = ["RANGE_ARGS", "FileRanges", "RangeSource", "Record"]

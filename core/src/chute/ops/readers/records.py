@@ -29,8 +29,8 @@ from chute.ops.readers.file import (
     SHUFFLE_AFTER_EPOCH,
     check_shard_args,
     check_shuffle_after_epoch,
-    read_file,
 )
+from chute.ops.readers.local_files import read_file
 from chute.ops.readers.sharding import ShardedSource
 from chute.runtime.errors import detached
 
