@@ -216,8 +216,9 @@ def benchmarks_page(root: str = ROOT) -> str:
         "Every number here comes from a file in `bench/results/` (this page is generated\n"
         "from them when the site is built). Throughput is images per second delivered by\n"
         "the pipeline, systems side by side in one run of `chute bench`. Systems:\n"
-        "`chute` (GPU path), `chute-cpu`, `dali` (NVIDIA DALI, GPU), `dali-cpu`, `tv-gpu`\n"
-        "(torchvision GPU decode), `pil-loader` (torchvision + Pillow in a DataLoader).\n"
+        "`chute` (GPU path), `chute-cpu`, `dali` (NVIDIA DALI, GPU), `dali-cpu`, `dali-hw`\n"
+        "(DALI with every JPEG on the hardware decoder), `tv-gpu` (torchvision GPU decode),\n"
+        "`pil-loader` (torchvision + Pillow in a DataLoader).\n"
         "A system that failed in a run shows its error instead of a number.\n\n"
         "Run your own: `chute bench --preset train --systems chute,dali --json out.json`.\n\n"
     )

@@ -228,3 +228,29 @@ def test_bench_runs_chute_under_the_given_tuning(tmp_path, monkeypatch):
     assert main(["bench", "--data", str(tmp_path), "--tuning", "cpu_lanes=3"]) == 0
     assert seen[0].cpu_lanes == 3
     assert chute.runtime.tuning.current() == chute.runtime.tuning.DEFAULTS  # restored after
+
+
+def test_bench_dali_hw_system_sends_every_jpeg_to_the_hardware_decoder(monkeypatch):
+    from chute.tools.benchmark import systems
+
+    built = []
+
+    class FakePipe:
+        def build(self):
+            pass
+
+        def run(self):
+            return "images", "labels"
+
+    def fake_pipeline(*args, **kwargs):
+        built.append((args, kwargs))
+        return FakePipe()
+
+    monkeypatch.setattr(systems, "dali_pipeline", fake_pipeline)
+    batches = systems.SYSTEMS["dali-hw"]("train", "/data", 8, 4, "gpu")
+    assert next(batches) == "images"
+    args, kwargs = built[0]
+    assert args == ("train", "/data", 8, 4, "gpu", False)
+    assert kwargs == {"hw_decoder_load": 1.0}
+    next(systems.SYSTEMS["dali"]("val", "/data", 8, 4, "gpu"))
+    assert built[1][1] == {"hw_decoder_load": None}  # DALI's own default share

@@ -255,7 +255,7 @@ def _parser() -> Parser:
         "--systems",
         type=system_list,
         default=None,
-        help="comma-separated: chute,chute-cpu,dali,dali-cpu,tv-gpu,pil-loader,pil-threads",
+        help="comma-separated: chute,chute-cpu,dali,dali-cpu,dali-hw,tv-gpu,pil-loader,pil-threads",
     )
     bench.add_argument("--batch-size", type=positive_int, default=64)
     bench.add_argument("--threads", type=positive_int, default=None)

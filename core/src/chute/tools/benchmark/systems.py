@@ -39,10 +39,20 @@ def rrc_window(h: int, w: int, rng: random.Random) -> tuple[int, int, int, int]:
 
 
 def dali_batches(
-    preset: str, root: str, batch: int, threads: int, device: str, cpu_decode: bool = False
+    preset: str,
+    root: str,
+    batch: int,
+    threads: int,
+    device: str,
+    cpu_decode: bool = False,
+    hw_decoder_load: float | None = None,
 ) -> Iterator[Any]:
-    """DALI's version; with ``cpu_decode`` decoding and resizing stay on the CPU (DALI's CPU path)."""
-    p = dali_pipeline(preset, root, batch, threads, device, cpu_decode)
+    """DALI's version; with ``cpu_decode`` decoding and resizing stay on the CPU (DALI's CPU
+    path); ``hw_decoder_load`` overrides its mixed decoders' default share for the hardware
+    decoder."""
+    p = dali_pipeline(
+        preset, root, batch, threads, device, cpu_decode, hw_decoder_load=hw_decoder_load
+    )
     p.build()
     while True:
         images, _ = p.run()
@@ -59,11 +69,21 @@ def dali_pipeline(
     device_id: int = 0,
     shard_id: int = 0,
     num_shards: int = 1,
+    hw_decoder_load: float | None = None,
 ) -> Any:
-    """The DALI pipeline of ``preset`` (outputs images, labels; reader "Reader"), not built."""
+    """The DALI pipeline of ``preset`` (outputs images, labels; reader "Reader"), not built.
+
+    ``hw_decoder_load`` (mixed decoders only) replaces DALI's default share of the JPEGs
+    sent to the hardware decoder; the rest are decoded with Huffman decoding on the CPU.
+    """
     from nvidia.dali import fn, pipeline_def, types
 
     gpu = device == "gpu"
+    load = (
+        {}
+        if hw_decoder_load is None or not gpu or cpu_decode
+        else {"hw_decoder_load": hw_decoder_load}
+    )
 
     @pipeline_def(
         batch_size=batch,
@@ -83,8 +103,9 @@ def dali_pipeline(
         dev = "mixed" if gpu and not cpu_decode else "cpu"
         if preset in ("decode", "random-crop"):
             if preset == "decode":
-                return fn.decoders.image(jpegs, device=dev, output_type=types.RGB), labels
-            return fn.decoders.image_random_crop(jpegs, device=dev, output_type=types.RGB), labels
+                return fn.decoders.image(jpegs, device=dev, output_type=types.RGB, **load), labels
+            crop = fn.decoders.image_random_crop(jpegs, device=dev, output_type=types.RGB, **load)
+            return crop, labels
         if preset == "train":
             images = fn.decoders.image_random_crop(
                 jpegs,
@@ -93,11 +114,12 @@ def dali_pipeline(
                 random_area=[0.08, 1.0],
                 random_aspect_ratio=[0.75, 4 / 3],
                 num_attempts=100,
+                **load,
             )
             images = fn.resize(images, resize_x=224, resize_y=224)
             mirror = fn.random.coin_flip()
         else:
-            images = fn.decoders.image(jpegs, device=dev, output_type=types.RGB)
+            images = fn.decoders.image(jpegs, device=dev, output_type=types.RGB, **load)
             images = fn.resize(images, resize_shorter=256)
             mirror = 0
         return imagenet_input(fn, types, images, mirror), labels
@@ -226,11 +248,18 @@ def dali_cpu_batches(
     return dali_batches(preset, root, batch, threads, device, cpu_decode=True)
 
 
+def dali_hw_batches(preset: str, root: str, batch: int, threads: int, device: str) -> Iterator[Any]:
+    """DALI with every JPEG on the hardware decoder (hw_decoder_load=1): what DALI gets from
+    the decoding engines alone, beside chute, which decodes on them only by default."""
+    return dali_batches(preset, root, batch, threads, device, hw_decoder_load=1.0)
+
+
 SYSTEMS = {
     "chute": chute_gen,
     "chute-cpu": chute_cpu_gen,
     "dali": dali_batches,
     "dali-cpu": dali_cpu_batches,
+    "dali-hw": dali_hw_batches,
     "tv-gpu": tv_gpu_batches,
     "pil-loader": pil_loader_batches,
     "pil-threads": pil_threads_batches,
