@@ -304,6 +304,7 @@ class CodecDecoder:
         params = L.header(L.ExecutionParams(), L.EXECUTION_PARAMS)
         params.device_id = device_id
         params.max_num_cpu_threads = max_threads
+        params.pre_init = 1  # the backends' resources made now, not in the first decode call
         params.num_backends = len(backends)
         params.backends = chosen
         self._handle = c_void_p()

@@ -89,6 +89,20 @@ class DecodedBatch:
     shapes: np.ndarray | None = None
 
 
+def codec_options(fancy_upsampling: bool, options: str = "", **preallocate: int) -> str:
+    """nvImageCodec's options string for a BatchDecoder's decoders: chroma upsampling, the
+    hardware decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
+    ``preallocate_height_hint``; 0 leaves one out) and the caller's ``options`` last."""
+    for name, value in preallocate.items():
+        if not name.startswith("preallocate_"):
+            raise TypeError(f"unknown decoder option {name!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0; got {value!r}")
+    parts = [":fancy_upsampling=1" if fancy_upsampling else ""]
+    parts += [f"nvjpeg_hw_decoder:{k}={v}" for k, v in preallocate.items() if v]
+    return " ".join(x for x in (*parts, options) if x)
+
+
 class BatchDecoder:
     """Decode batches of encoded images to the GPU (see the module docstring).
 
@@ -110,7 +124,9 @@ class BatchDecoder:
     runs differed by more than the two did). ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
     slower). ``cuda_backend`` picks the non-hardware GPU group's first backend: "gpu"
     (nvJPEG's GPU Huffman decoding) or "hybrid" (Huffman on nvImageCodec's CPU threads,
-    IDCT and color conversion on the GPU). ``options`` is passed to nvImageCodec.
+    IDCT and color conversion on the GPU). ``preallocate_batch_size`` and the width and
+    height hints size the hardware decoder's resources when it is made (nvJPEG's batched
+    pre-allocation; 0 leaves it to the first batches). ``options`` is passed to nvImageCodec.
     ``switch_interval`` is the interpreter's switch interval once the decoder exists
     (Tuning.switch_interval; None leaves it).
     """
@@ -129,6 +145,9 @@ class BatchDecoder:
         num_threads: int = 0,
         fancy_upsampling: bool = False,
         cuda_backend: str = "gpu",
+        preallocate_batch_size: int = 0,
+        preallocate_width_hint: int = 0,
+        preallocate_height_hint: int = 0,
         options: str = "",
         switch_interval: float | None = DEFAULTS.switch_interval,
     ) -> None:
@@ -161,8 +180,12 @@ class BatchDecoder:
         self.cpu_backend = cpu_backend
         self.cpu_threads = cpu_threads or min(16, os.cpu_count() or 4)  # the "turbo" group's
         self.hw_roi = hw_roi
-        opts = " ".join(
-            x for x in (":fancy_upsampling=1" if fancy_upsampling else "", options) if x
+        opts = codec_options(
+            fancy_upsampling,
+            options,
+            preallocate_batch_size=preallocate_batch_size,
+            preallocate_width_hint=preallocate_width_hint,
+            preallocate_height_hint=preallocate_height_hint,
         )
 
         def make(backend_kinds: list[str], threads: int) -> CodecDecoder:
