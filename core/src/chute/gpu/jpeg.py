@@ -89,17 +89,29 @@ class DecodedBatch:
     shapes: np.ndarray | None = None
 
 
-def codec_options(fancy_upsampling: bool, options: str = "", **preallocate: int) -> str:
+def codec_options(
+    fancy_upsampling: bool,
+    options: str = "",
+    *,
+    hybrid_huffman_threshold: int | None = None,
+    **preallocate: int,
+) -> str:
     """nvImageCodec's options string for a BatchDecoder's decoders: chroma upsampling, the
-    hardware decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
+    CUDA decoder's ``hybrid_huffman_threshold`` (None: nvImageCodec's), the hardware
+    decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
     ``preallocate_height_hint``; 0 leaves one out) and the caller's ``options`` last."""
-    for name, value in preallocate.items():
-        if not name.startswith("preallocate_"):
+    values = dict(preallocate, hybrid_huffman_threshold=hybrid_huffman_threshold)
+    for name, value in values.items():
+        if name != "hybrid_huffman_threshold" and not name.startswith("preallocate_"):
             raise TypeError(f"unknown decoder option {name!r}")
+        if value is None and name == "hybrid_huffman_threshold":
+            continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be an int >= 0; got {value!r}")
     parts = [":fancy_upsampling=1" if fancy_upsampling else ""]
     parts += [f"nvjpeg_hw_decoder:{k}={v}" for k, v in preallocate.items() if v]
+    if hybrid_huffman_threshold is not None:
+        parts.append(f"nvjpeg_cuda_decoder:hybrid_huffman_threshold={hybrid_huffman_threshold}")
     return " ".join(x for x in (*parts, options) if x)
 
 
@@ -124,7 +136,10 @@ class BatchDecoder:
     runs differed by more than the two did). ``fancy_upsampling`` upsamples chroma as libjpeg does (closer to Pillow,
     slower). ``cuda_backend`` picks the non-hardware GPU group's first backend: "gpu"
     (nvJPEG's GPU Huffman decoding) or "hybrid" (Huffman on nvImageCodec's CPU threads,
-    IDCT and color conversion on the GPU). ``preallocate_batch_size`` and the width and
+    IDCT and color conversion on the GPU); ``hybrid_huffman_threshold`` is the pixel count
+    above which that decoder does Huffman decoding on the GPU (None: nvImageCodec's 1,000,000;
+    0 puts all of it on the GPU: on an H100, 17k img/s alone at ~0.6 ms of CPU per image,
+    bench/README.md session 16). ``preallocate_batch_size`` and the width and
     height hints size the hardware decoder's resources when it is made (nvJPEG's batched
     pre-allocation; 0 leaves it to the first batches). ``options`` is passed to nvImageCodec.
     ``switch_interval`` is the interpreter's switch interval once the decoder exists
@@ -145,6 +160,7 @@ class BatchDecoder:
         num_threads: int = 0,
         fancy_upsampling: bool = False,
         cuda_backend: str = "gpu",
+        hybrid_huffman_threshold: int | None = None,
         preallocate_batch_size: int = 0,
         preallocate_width_hint: int = 0,
         preallocate_height_hint: int = 0,
@@ -183,6 +199,7 @@ class BatchDecoder:
         opts = codec_options(
             fancy_upsampling,
             options,
+            hybrid_huffman_threshold=hybrid_huffman_threshold,
             preallocate_batch_size=preallocate_batch_size,
             preallocate_width_hint=preallocate_width_hint,
             preallocate_height_hint=preallocate_height_hint,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from chute.graph.schema import Arg
 from chute.ops.decoders.image_codec import OUTPUT_TYPES
 
-__all__ = ["DALI_TUNING_ARGS", "DECODE_ARGS"]
+__all__ = ["DALI_TUNING_ARGS", "DECODE_ARGS", "MIXED_ARGS", "mixed_decoder_options"]
 
 DECODE_ARGS = (
     Arg(
@@ -59,19 +61,57 @@ DECODE_ARGS = (
         per_sample=False,
     ),
 )
-# DALI tuning knobs that have no meaning for chute's CPU decoder; accepted so
-# that DALI pipelines port unchanged.
-DALI_TUNING_ARGS = tuple(
+# DALI's settings of the mixed decoders' GPU decoding; the CPU decoders accept and ignore
+# them (a DALI pipeline moved between devices keeps its arguments)
+MIXED_ARGS = (
+    Arg(
+        "hw_decoder_load",
+        "float",
+        None,
+        "Mixed: the share of each batch's JPEGs decoded on the hardware JPEG decoder (A100, "
+        "H100 and later); the rest go to nvJPEG's CUDA decoder. Default (None): the engine's "
+        "Tuning.hw_load, 1.0: every JPEG on the hardware decoder (on an H100 host DALI itself "
+        "ran 1.2x faster with 1.0 than with its default, 0.65; bench/README.md, session 16). "
+        "Ignored on the CPU.",
+        per_sample=False,
+    ),
+    Arg(
+        "hybrid_huffman_threshold",
+        "int",
+        None,
+        "Mixed: of the JPEGs decoded by nvJPEG's CUDA decoder, those with more pixels than "
+        "this have their Huffman decoding done on the GPU, the others on the CPU (None: "
+        "nvImageCodec's default, 1,000,000, as DALI's). Ignored on the CPU.",
+        per_sample=False,
+    ),
+    Arg(
+        "preallocate_width_hint",
+        "int",
+        None,
+        "Mixed: the image width the hardware decoder's resources are made for when the "
+        "decoder is made, with preallocate_height_hint (None or 0: sized by the first "
+        "batches). Ignored on the CPU.",
+        per_sample=False,
+    ),
+    Arg(
+        "preallocate_height_hint",
+        "int",
+        None,
+        "Mixed: the image height the hardware decoder's resources are made for (see "
+        "preallocate_width_hint). Ignored on the CPU.",
+        per_sample=False,
+    ),
+)
+
+# DALI tuning knobs that have no meaning for chute's decoders; accepted so that DALI
+# pipelines port unchanged.
+DALI_TUNING_ARGS = MIXED_ARGS + tuple(
     Arg(name, "any", None, "Accepted for DALI compatibility; no effect.", per_sample=False)
     for name in (
-        "hw_decoder_load",
-        "hybrid_huffman_threshold",
         "device_memory_padding",
         "device_memory_padding_jpeg2k",
         "host_memory_padding",
         "host_memory_padding_jpeg2k",
-        "preallocate_height_hint",
-        "preallocate_width_hint",
         "memory_stats",
         "use_fast_idct",
         "jpeg_fancy_upsampling",
@@ -85,3 +125,22 @@ DALI_TUNING_ARGS = tuple(
         "cache_batch_copy",
     )
 )
+
+
+def mixed_decoder_options(node: Any) -> dict[str, int]:
+    """The BatchDecoder settings a mixed decoder node's own arguments ask for (those given)."""
+    load = node.arg("hw_decoder_load")
+    if load is not None and not 0.0 <= load <= 1.0:
+        raise ValueError(
+            f"{node.schema.display_name}: argument 'hw_decoder_load' must be in [0, 1], got {load}"
+        )
+    out = {}
+    for name in ("hybrid_huffman_threshold", "preallocate_width_hint", "preallocate_height_hint"):
+        value = node.arg(name)
+        if value is not None:
+            if value < 0:
+                raise ValueError(
+                    f"{node.schema.display_name}: argument '{name}' must be >= 0, got {value}"
+                )
+            out[name] = int(value)
+    return out

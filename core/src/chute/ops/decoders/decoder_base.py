@@ -24,6 +24,7 @@ from chute.graph.passes.hints import (
 )
 from chute.graph.spec import Spec
 from chute.ops.decoders import batch_decode, image_codec
+from chute.ops.decoders.decoder_args import mixed_decoder_options
 from chute.ops.decoders.entropy_check import CheckedFiles, check_entropy_enabled
 from chute.ops.decoders.image_headers import DecodeError
 from chute.runtime.operator import ArgView, Operator
@@ -82,8 +83,14 @@ class DecodeSettings:
         self.downscale_to = scaled.size if scaled is not None else None
         # mixed: decode only the region a fused resize + crop reads (ops/geometry/gpu_fusion.py)
         self.decode_region = hints.get(DecodeRegion)
-        # made at build (setup): the Tuning the pipeline is built with, for the batch steps
+        # made at build (setup): the Tuning the pipeline is built with, for the batch steps,
+        # with the GPU decoder settings a mixed decoder's own arguments ask for
         self.tuning = current_tuning()
+        if node.device == "mixed":
+            asked = mixed_decoder_options(node)
+            if asked:
+                options = {**self.tuning.decoder_options, **asked}
+                self.tuning = self.tuning.replace(decoder_options=options)
 
 
 class RandomCropSettings(DecodeSettings):
