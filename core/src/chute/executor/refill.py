@@ -92,12 +92,21 @@ class Refill:
         meta = batch.meta if outputs is not None else []
         outputs = outputs if outputs is not None else []
         slots = len(outputs[0]) if outputs else batch.size
-        good = [i for i in range(slots) if i < len(meta) and meta[i].get("real", True)]
-        capacity = batch.real_read if batch.real_read >= 0 else slots
         epochs = getattr(batch, "epochs_read", None) or [batch.epoch]
+        if (
+            slots == len(meta) == batch.real_read == len(epochs)
+            and not batch.errors
+            and not getattr(batch, "branch_failures", None)
+        ):  # every sample real and as read (nothing skipped): the reader's per-sample passes hold
+            good = list(range(slots))
+            sample_epochs = list(epochs)
+        else:
+            good = [i for i in range(slots) if i < len(meta) and meta[i].get("real", True)]
+            sample_epochs = [meta[i].get("epoch", batch.epoch) for i in good]
+        capacity = batch.real_read if batch.real_read >= 0 else slots
         entry = _Entry(slots, capacity, outputs, batch, good, before=self.prev_states)
         entry.epoch, entry.last_epoch = epochs[0], max(epochs)
-        entry.epochs = [meta[i].get("epoch", batch.epoch) for i in good]
+        entry.epochs = sample_epochs
         if self.partial == -1:
             self.partial = entry.epoch
         if self.drop:
