@@ -233,3 +233,68 @@ done:
     if (st.obj) PyBuffer_Release(&st);
     return result;
 }
+
+/* nvImageCodec's device and pinned allocators (nvimgcodecDeviceAllocator_t,
+ * nvimgcodecPinnedAllocator_t) over the CUDA driver: device memory from the device's
+ * stream-ordered pool (cuMemAllocAsync / cuMemFreeAsync, no device-wide synchronisation when
+ * nvJPEG grows or drops a buffer, unlike its default cudaMalloc / cudaFree) and page-locked
+ * host memory (cuMemHostAlloc / cuMemFreeHost, what nvJPEG's default does). Given both,
+ * nvImageCodec's nvJPEG decoders create their handles with them; the paddings go with the
+ * structures (chute.gpu.codec_api). The driver's entry points are the addresses ctypes found
+ * in libcuda, set once per process. */
+typedef int (*cu_alloc_async_fn)(unsigned long long *dptr, size_t size, void *stream);
+typedef int (*cu_free_async_fn)(unsigned long long dptr, void *stream);
+typedef int (*cu_host_alloc_fn)(void **ptr, size_t size, unsigned int flags);
+typedef int (*cu_host_free_fn)(void *ptr);
+
+static cu_alloc_async_fn cu_alloc_async;
+static cu_free_async_fn cu_free_async;
+static cu_host_alloc_fn cu_host_alloc;
+static cu_host_free_fn cu_host_free;
+
+static int device_malloc(void *ctx, void **ptr, size_t size, void *stream) {
+    (void)ctx;
+    unsigned long long address = 0;
+    int status = cu_alloc_async(&address, size ? size : 1, stream);
+    *ptr = status == 0 ? (void *)(uintptr_t)address : NULL;
+    return status;
+}
+
+static int device_free(void *ctx, void *ptr, size_t size, void *stream) {
+    (void)ctx;
+    (void)size;
+    return ptr ? cu_free_async((unsigned long long)(uintptr_t)ptr, stream) : 0;
+}
+
+static int pinned_malloc(void *ctx, void **ptr, size_t size, void *stream) {
+    (void)ctx;
+    (void)stream;
+    int status = cu_host_alloc(ptr, size ? size : 1, 0);
+    if (status != 0) *ptr = NULL;
+    return status;
+}
+
+static int pinned_free(void *ctx, void *ptr, size_t size, void *stream) {
+    (void)ctx;
+    (void)size;
+    (void)stream;
+    return ptr ? cu_host_free(ptr) : 0;
+}
+
+PyObject *codec_allocators(PyObject *self, PyObject *args) {
+    unsigned long long alloc_a, free_a, host_alloc_a, host_free_a;
+    if (!PyArg_ParseTuple(args, "KKKK", &alloc_a, &free_a, &host_alloc_a, &host_free_a))
+        return NULL;
+    if (!alloc_a || !free_a || !host_alloc_a || !host_free_a) {
+        PyErr_SetString(PyExc_ValueError, "codec_allocators: a driver entry point is null");
+        return NULL;
+    }
+    cu_alloc_async = (cu_alloc_async_fn)as_fn(alloc_a);
+    cu_free_async = (cu_free_async_fn)as_fn(free_a);
+    cu_host_alloc = (cu_host_alloc_fn)as_fn(host_alloc_a);
+    cu_host_free = (cu_host_free_fn)as_fn(host_free_a);
+    return Py_BuildValue("KKKK", (unsigned long long)(uintptr_t)device_malloc,
+                         (unsigned long long)(uintptr_t)device_free,
+                         (unsigned long long)(uintptr_t)pinned_malloc,
+                         (unsigned long long)(uintptr_t)pinned_free);
+}

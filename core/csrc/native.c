@@ -369,6 +369,11 @@ static PyMethodDef methods[] = {
      "address `params`, FutureWaitForAll, FutureGetProcessingStatus into `out` (uint32, one\n"
      "per image) and FutureDestroy, all without the GIL. -> (stage, status): the failed\n"
      "stage (0 decode, 1 wait, 2 statuses) and its status; (2, 0) when all succeeded."},
+    {"codec_allocators", codec_allocators, METH_VARARGS,
+     "codec_allocators(alloc_async, free_async, host_alloc, host_free) -> 4 addresses\n\n"
+     "Binds the CUDA driver's cuMemAllocAsync, cuMemFreeAsync, cuMemHostAlloc and\n"
+     "cuMemFreeHost (addresses) and returns nvImageCodec allocator functions over them:\n"
+     "(device_malloc, device_free, pinned_malloc, pinned_free)."},
 #ifndef _WIN32
     {"read_files", read_files, METH_VARARGS,
      "read_files(paths, alloc) -> list\n\n"

@@ -35,6 +35,7 @@ PyObject *codec_sub_streams(PyObject *self, PyObject *args);
 PyObject *codec_images(PyObject *self, PyObject *args);
 PyObject *codec_destroy(PyObject *self, PyObject *args);
 PyObject *codec_decode(PyObject *self, PyObject *args);
+PyObject *codec_allocators(PyObject *self, PyObject *args);
 
 /* read_files.c */
 PyObject *read_files(PyObject *self, PyObject *args);

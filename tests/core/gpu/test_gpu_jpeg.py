@@ -85,6 +85,21 @@ def test_fancy_upsampling_matches_pillow_within_2(jpegs):
     d.close()
 
 
+@pytest.mark.parametrize("hw_load", [1.0, 0.0])
+def test_the_async_allocator_decodes_the_same_pixels(jpegs, hw_load):
+    plain = BatchDecoder(0, hw_decoder_load=hw_load)
+    pooled = BatchDecoder(
+        0, hw_decoder_load=hw_load, allocator="async", preallocate_batch_size=len(jpegs)
+    )
+    for _ in range(3):  # again after nvJPEG's buffers exist
+        a, b = plain.decode(jpegs), pooled.decode(jpegs)
+        assert a.sources == b.sources
+        for x, y in zip(a.images, b.images):
+            np.testing.assert_array_equal(cupy.asnumpy(x), cupy.asnumpy(y))
+    plain.close()
+    pooled.close()
+
+
 def window_crop(img, win) -> np.ndarray:
     """The part of a decoded image that its (in-bounds) window covers, on the host."""
     y, x, h, w = (round(float(v)) for v in win)

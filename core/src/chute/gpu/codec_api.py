@@ -284,7 +284,9 @@ class CodecDecoder:
     """One nvImageCodec decoder over the given backends; decodes a StreamBatch into buffers.
 
     ``backends`` are (kind, load hint) pairs, kind one of BACKENDS; ``host`` decodes
-    into host memory (what CPU backends write).
+    into host memory (what CPU backends write). ``allocator`` "async" gives nvImageCodec
+    the CUDA driver's stream-ordered pool and padded allocations (chute.gpu.codec_alloc)
+    instead of nvJPEG's cudaMalloc / cudaFree.
     """
 
     def __init__(
@@ -294,7 +296,10 @@ class CodecDecoder:
         max_threads: int = 0,
         options: str = "",
         host: bool = False,
+        allocator: str = "default",
     ):
+        if allocator not in ("default", "async"):
+            raise ValueError(f"allocator must be 'default' or 'async'; got {allocator!r}")
         lib = self._lib = api()
         chosen = (L.Backend * len(backends))()
         for b, (kind, load) in zip(chosen, backends):
@@ -305,6 +310,13 @@ class CodecDecoder:
         params.device_id = device_id
         params.max_num_cpu_threads = max_threads
         params.pre_init = 1  # the backends' resources made now, not in the first decode call
+        self._allocators: tuple = ()
+        if allocator == "async" and not host and device_id != CPU_ONLY_DEVICE:
+            from chute.gpu.codec_alloc import allocators
+
+            self._allocators = allocators(device_id)  # kept as long as the decoder
+            params.device_allocator = ctypes.addressof(self._allocators[0])
+            params.pinned_allocator = ctypes.addressof(self._allocators[1])
         params.num_backends = len(backends)
         params.backends = chosen
         self._handle = c_void_p()

@@ -12,6 +12,7 @@ from typing import Any
 
 # nvimgcodecStructureType_t values (nvimgcodec.h)
 INSTANCE_CREATE_INFO, DECODE_PARAMS, ORIENTATION, REGION, CODE_STREAM_VIEW = 2, 5, 7, 8, 9
+DEVICE_ALLOCATOR, PINNED_ALLOCATOR = 3, 4
 IMAGE_INFO, IMAGE_PLANE_INFO, BACKEND, BACKEND_PARAMS, EXECUTION_PARAMS = 11, 12, 17, 29, 30
 UINT8 = 0x0802  # NVIMGCODEC_SAMPLE_DATA_TYPE_UINT8
 DEVICE_BUFFER, HOST_BUFFER = 1, 2
@@ -109,6 +110,30 @@ class Backend(ctypes.Structure):
         ("struct_next", c_void_p),
         ("kind", c_int),
         ("params", BackendParams),
+    ]
+
+
+class DeviceAllocator(ctypes.Structure):
+    _fields_ = [
+        ("struct_type", c_int),
+        ("struct_size", c_size_t),
+        ("struct_next", c_void_p),
+        ("device_malloc", c_void_p),
+        ("device_free", c_void_p),
+        ("device_ctx", c_void_p),
+        ("device_mem_padding", c_size_t),
+    ]
+
+
+class PinnedAllocator(ctypes.Structure):
+    _fields_ = [
+        ("struct_type", c_int),
+        ("struct_size", c_size_t),
+        ("struct_next", c_void_p),
+        ("pinned_malloc", c_void_p),
+        ("pinned_free", c_void_p),
+        ("pinned_ctx", c_void_p),
+        ("pinned_mem_padding", c_size_t),
     ]
 
 

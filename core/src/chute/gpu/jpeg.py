@@ -141,7 +141,10 @@ class BatchDecoder:
     0 puts all of it on the GPU: on an H100, 17k img/s alone at ~0.6 ms of CPU per image,
     bench/README.md session 16). ``preallocate_batch_size`` and the width and
     height hints size the hardware decoder's resources when it is made (nvJPEG's batched
-    pre-allocation; 0 leaves it to the first batches). ``options`` is passed to nvImageCodec.
+    pre-allocation; 0 leaves it to the first batches). ``allocator`` "async" gives the GPU
+    decoders the CUDA driver's stream-ordered memory pool and DALI's paddings instead of
+    nvJPEG's cudaMalloc / cudaFree (chute.gpu.codec_alloc; opt-in, being measured).
+    ``options`` is passed to nvImageCodec.
     ``switch_interval`` is the interpreter's switch interval once the decoder exists
     (Tuning.switch_interval; None leaves it).
     """
@@ -164,6 +167,7 @@ class BatchDecoder:
         preallocate_batch_size: int = 0,
         preallocate_width_hint: int = 0,
         preallocate_height_hint: int = 0,
+        allocator: str = "default",
         options: str = "",
         switch_interval: float | None = DEFAULTS.switch_interval,
     ) -> None:
@@ -207,7 +211,14 @@ class BatchDecoder:
 
         def make(backend_kinds: list[str], threads: int) -> CodecDecoder:
             backends = [(k, 1.0) for k in backend_kinds]
-            return CodecDecoder(device_id, backends, threads, opts, host=backend_kinds == ["cpu"])
+            return CodecDecoder(
+                device_id,
+                backends,
+                threads,
+                opts,
+                host=backend_kinds == ["cpu"],
+                allocator=allocator,
+            )
 
         # "hybrid": Huffman decoding on CPU threads, the rest on the GPU (what suits
         # ImageNet-sized images); "gpu": Huffman decoding on the GPU too
