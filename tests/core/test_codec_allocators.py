@@ -1,4 +1,4 @@
-"""The opt-in nvImageCodec allocators (chute.gpu.codec_alloc, codec_calls.c's
+"""The opt-in nvImageCodec allocators (chute.gpu.codec_setup, codec_calls.c's
 codec_allocators), against stand-ins for the CUDA driver's entry points (no GPU needed)."""
 
 import ctypes
@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from chute.gpu import codec_alloc
 from chute.gpu import codec_layout as L
+from chute.gpu import codec_setup
 from chute.runtime import native
 
 needs_native = pytest.mark.skipif(
@@ -91,10 +91,10 @@ def test_a_null_entry_point_is_refused():
 
 
 def test_allocator_structures_carry_the_functions_and_paddings(monkeypatch):
-    monkeypatch.setattr(codec_alloc, "_functions", lambda: (11, 12, 13, 14))
+    monkeypatch.setattr(codec_setup, "_functions", lambda: (11, 12, 13, 14))
     kept = []
-    monkeypatch.setattr(codec_alloc, "_keep_pool", kept.append)
-    dev, pinned = codec_alloc.allocators(1, device_padding=1 << 20)
+    monkeypatch.setattr(codec_setup, "_keep_pool", kept.append)
+    dev, pinned = codec_setup.allocators(1, device_padding=1 << 20)
     assert kept == [1]
     assert (dev.struct_type, dev.struct_size) == (L.DEVICE_ALLOCATOR, ctypes.sizeof(dev))
     assert (dev.device_malloc, dev.device_free, dev.device_mem_padding) == (11, 12, 1 << 20)
@@ -103,11 +103,11 @@ def test_allocator_structures_carry_the_functions_and_paddings(monkeypatch):
         13,
         14,
     )
-    assert pinned.pinned_mem_padding == codec_alloc.PINNED_PADDING == 8 << 20
+    assert pinned.pinned_mem_padding == codec_setup.PINNED_PADDING == 8 << 20
     # nvimgcodec.h's layouts: three header fields, two functions, a context, a padding
     assert ctypes.sizeof(L.DeviceAllocator) == ctypes.sizeof(L.PinnedAllocator) == 56
     with pytest.raises(ValueError, match="paddings must be >= 0"):
-        codec_alloc.allocators(0, pinned_padding=-1)
+        codec_setup.allocators(0, pinned_padding=-1)
 
 
 def test_an_unknown_allocator_is_named():

@@ -4,7 +4,7 @@ import pytest
 
 import chute
 from chute import fn
-from chute.gpu.jpeg import codec_options
+from chute.gpu.codec_setup import codec_options
 from chute.ops.decoders.decoder_base import DecodeSettings
 from chute.runtime import tuning
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from chute.gpu.jpeg import codec_options
+from chute.gpu.codec_setup import codec_options
 
 
 def test_hardware_preallocation_is_asked_of_the_hardware_decoder_only():

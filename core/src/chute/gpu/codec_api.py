@@ -32,6 +32,7 @@ import numpy as np
 
 from chute.gpu import codec_layout as L
 from chute.gpu.codec_layout import BACKENDS, CPU_ONLY_DEVICE, SAMPLE_FORMATS
+from chute.gpu.codec_setup import attach_allocators
 from chute.runtime import native
 
 __all__ = [
@@ -285,7 +286,7 @@ class CodecDecoder:
 
     ``backends`` are (kind, load hint) pairs, kind one of BACKENDS; ``host`` decodes
     into host memory (what CPU backends write). ``allocator`` "async" gives nvImageCodec
-    the CUDA driver's stream-ordered pool and padded allocations (chute.gpu.codec_alloc)
+    the CUDA driver's stream-ordered pool and padded allocations (chute.gpu.codec_setup)
     instead of nvJPEG's cudaMalloc / cudaFree.
     """
 
@@ -298,7 +299,7 @@ class CodecDecoder:
         host: bool = False,
         allocator: str = "default",
     ):
-        if allocator not in ("default", "async"):
+        if allocator not in ("default", "async"):  # before the library loads
             raise ValueError(f"allocator must be 'default' or 'async'; got {allocator!r}")
         lib = self._lib = api()
         chosen = (L.Backend * len(backends))()
@@ -310,13 +311,8 @@ class CodecDecoder:
         params.device_id = device_id
         params.max_num_cpu_threads = max_threads
         params.pre_init = 1  # the backends' resources made now, not in the first decode call
-        self._allocators: tuple = ()
-        if allocator == "async" and not host and device_id != CPU_ONLY_DEVICE:
-            from chute.gpu.codec_alloc import allocators
-
-            self._allocators = allocators(device_id)  # kept as long as the decoder
-            params.device_allocator = ctypes.addressof(self._allocators[0])
-            params.pinned_allocator = ctypes.addressof(self._allocators[1])
+        gpu = not host and device_id != CPU_ONLY_DEVICE
+        self._allocators = attach_allocators(params, allocator if gpu else "default", device_id)
         params.num_backends = len(backends)
         params.backends = chosen
         self._handle = c_void_p()

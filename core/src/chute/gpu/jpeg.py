@@ -30,6 +30,7 @@ import numpy as np
 
 from chute.gpu import nvjpeg_guard
 from chute.gpu.codec_api import CodecDecoder, DeviceImage, StreamBatch, parse_batch
+from chute.gpu.codec_setup import codec_options
 from chute.gpu.cpu_decode import (
     cheapest_on_cpu,
     clip_roi,
@@ -89,32 +90,6 @@ class DecodedBatch:
     shapes: np.ndarray | None = None
 
 
-def codec_options(
-    fancy_upsampling: bool,
-    options: str = "",
-    *,
-    hybrid_huffman_threshold: int | None = None,
-    **preallocate: int,
-) -> str:
-    """nvImageCodec's options string for a BatchDecoder's decoders: chroma upsampling, the
-    CUDA decoder's ``hybrid_huffman_threshold`` (None: nvImageCodec's), the hardware
-    decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
-    ``preallocate_height_hint``; 0 leaves one out) and the caller's ``options`` last."""
-    values = dict(preallocate, hybrid_huffman_threshold=hybrid_huffman_threshold)
-    for name, value in values.items():
-        if name != "hybrid_huffman_threshold" and not name.startswith("preallocate_"):
-            raise TypeError(f"unknown decoder option {name!r}")
-        if value is None and name == "hybrid_huffman_threshold":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0; got {value!r}")
-    parts = [":fancy_upsampling=1" if fancy_upsampling else ""]
-    parts += [f"nvjpeg_hw_decoder:{k}={v}" for k, v in preallocate.items() if v]
-    if hybrid_huffman_threshold is not None:
-        parts.append(f"nvjpeg_cuda_decoder:hybrid_huffman_threshold={hybrid_huffman_threshold}")
-    return " ".join(x for x in (*parts, options) if x)
-
-
 class BatchDecoder:
     """Decode batches of encoded images to the GPU (see the module docstring).
 
@@ -143,7 +118,7 @@ class BatchDecoder:
     height hints size the hardware decoder's resources when it is made (nvJPEG's batched
     pre-allocation; 0 leaves it to the first batches). ``allocator`` "async" gives the GPU
     decoders the CUDA driver's stream-ordered memory pool and DALI's paddings instead of
-    nvJPEG's cudaMalloc / cudaFree (chute.gpu.codec_alloc; opt-in, being measured).
+    nvJPEG's cudaMalloc / cudaFree (chute.gpu.codec_setup; opt-in, being measured).
     ``options`` is passed to nvImageCodec.
     ``switch_interval`` is the interpreter's switch interval once the decoder exists
     (Tuning.switch_interval; None leaves it).

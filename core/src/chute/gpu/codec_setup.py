@@ -1,6 +1,8 @@
-"""nvImageCodec's device and pinned allocators over the CUDA driver (opt-in).
+"""How chute's nvImageCodec decoders are made: their options string and (opt-in) allocators.
 
-By default nvImageCodec's nvJPEG decoders allocate with cudaMalloc / cudaFree, and a
+``codec_options`` writes the options a BatchDecoder asks of nvImageCodec's decoders.
+
+Allocators: by default nvImageCodec's nvJPEG decoders allocate with cudaMalloc / cudaFree, and a
 cudaFree waits for the whole device. DALI hands nvImageCodec stream-ordered pools
 instead, with 16 MiB of device and 8 MiB of host padding per allocation; on an H100 host
 DALI with every JPEG on the hardware decoder decoded 10-18% more images per second than
@@ -21,7 +23,40 @@ from ctypes import byref, c_int, c_uint64, c_void_p
 from chute.gpu import codec_layout as L
 from chute.runtime import native
 
-__all__ = ["DEVICE_PADDING", "PINNED_PADDING", "allocators"]
+__all__ = [
+    "DEVICE_PADDING",
+    "PINNED_PADDING",
+    "allocators",
+    "attach_allocators",
+    "codec_options",
+]
+
+
+def codec_options(
+    fancy_upsampling: bool,
+    options: str = "",
+    *,
+    hybrid_huffman_threshold: int | None = None,
+    **preallocate: int,
+) -> str:
+    """nvImageCodec's options string for a BatchDecoder's decoders: chroma upsampling, the
+    CUDA decoder's ``hybrid_huffman_threshold`` (None: nvImageCodec's), the hardware
+    decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
+    ``preallocate_height_hint``; 0 leaves one out) and the caller's ``options`` last."""
+    values = dict(preallocate, hybrid_huffman_threshold=hybrid_huffman_threshold)
+    for name, value in values.items():
+        if name != "hybrid_huffman_threshold" and not name.startswith("preallocate_"):
+            raise TypeError(f"unknown decoder option {name!r}")
+        if value is None and name == "hybrid_huffman_threshold":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0; got {value!r}")
+    parts = [":fancy_upsampling=1" if fancy_upsampling else ""]
+    parts += [f"nvjpeg_hw_decoder:{k}={v}" for k, v in preallocate.items() if v]
+    if hybrid_huffman_threshold is not None:
+        parts.append(f"nvjpeg_cuda_decoder:hybrid_huffman_threshold={hybrid_huffman_threshold}")
+    return " ".join(x for x in (*parts, options) if x)
+
 
 DEVICE_PADDING = 16 << 20  # DALI's device_memory_padding default
 PINNED_PADDING = 8 << 20  # DALI's host_memory_padding default
@@ -74,3 +109,15 @@ def allocators(
     pinned.pinned_malloc, pinned.pinned_free = pinned_malloc, pinned_free
     pinned.pinned_mem_padding = pinned_padding
     return dev, pinned
+
+
+def attach_allocators(params: L.ExecutionParams, allocator: str, device_id: int) -> tuple:
+    """Give a GPU decoder's ``params`` the ``allocator``'s structures ("async":
+    :func:`allocators`; anything else: none, nvJPEG's own cudaMalloc / cudaFree); the decoder
+    keeps what this returns."""
+    if allocator != "async":
+        return ()
+    kept = allocators(device_id)
+    params.device_allocator = ctypes.addressof(kept[0])
+    params.pinned_allocator = ctypes.addressof(kept[1])
+    return kept
