@@ -103,8 +103,8 @@ MIXED_ARGS = (
     ),
 )
 
-# DALI tuning knobs that have no meaning for chute's decoders; accepted so that DALI
-# pipelines port unchanged.
+# Every DALI tuning argument of the image decoders: the mixed decoders' settings above and
+# knobs with no meaning for chute's decoders, accepted so that DALI pipelines port unchanged.
 DALI_TUNING_ARGS = MIXED_ARGS + tuple(
     Arg(name, "any", None, "Accepted for DALI compatibility; no effect.", per_sample=False)
     for name in (
