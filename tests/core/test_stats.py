@@ -191,3 +191,9 @@ def test_snapshot_merges_accumulators_of_many_threads():
     s = stats.snapshot()[node.name]
     assert s["samples"] == 4000 and s["total_time_s"] == pytest.approx(8000 / 1e9)
     pipe.close()
+
+
+def test_batch_nbytes_of_a_list_with_samples_without_nbytes():
+    a = np.zeros((3, 5), np.float32)
+    assert batch_nbytes([a, b"xyz", a[:1]]) == 60 + 0 + 20  # bytes objects count as 0
+    assert batch_nbytes([]) == 0

@@ -344,8 +344,8 @@ class FileSource(ShardedSource):
         self.init_plan(node, len(files), batch_size, names)
 
     def next_batch(self, batch_size: int, epoch: int, iteration: int):
-        slots, meta = self.take_batch(lambda i: self.files[i])
-        paths = [self.files[s.index] for s in slots]
+        slots, meta = self.take_batch(self.files.__getitem__)
+        paths = [m["source_info"] for m in meta]
         rows = np.fromiter((s.index for s in slots), np.int64, len(slots))
         labels = list(self.labels[rows].reshape(-1, 1))  # (1,) each, one new array
         data = self.processes.read(paths) if self.processes is not None else None
