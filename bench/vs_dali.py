@@ -10,9 +10,9 @@ slows every system alike. A system is ``NAME[:extra chute bench arguments]``; th
 system is NAME up to a ``+`` (``chute+hy`` runs ``chute`` with its extra ``--tuning``); an
 extra word ``env:NAME=VALUE`` sets an environment variable of that system's process.
 Printed last, per config and system: median img/s, the median and per-round ratios to
-DALI, the GPU memory the run added (MB) and the process's CPU time per image over the
-timed loop (ms, every thread of the process; the JSON also holds the whole process's,
-start-up included). ``--dmon`` adds, per run, the hardware JPEG decoders' and the SMs' mean
+the baseline (``--baseline``; DALI when it runs, else the first system), the GPU memory the
+run added (MB) and the process's CPU time per image over the timed loop (ms, every thread
+of the process; the JSON also holds the whole process's, start-up included). ``--dmon`` adds, per run, the hardware JPEG decoders' and the SMs' mean
 utilisation over the seconds the GPU was busy (``nvidia-smi dmon -s u`` beside the run):
 whether the decoders or the host bound a system.
 """
@@ -151,6 +151,11 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=240.0, help="seconds for one run")
     p.add_argument("--json", default=None, help="write every round here (after each config)")
     p.add_argument(
+        "--baseline",
+        default=None,
+        help="the system the ratios are to (default: dali when it runs, else the first system)",
+    )
+    p.add_argument(
         "--dmon",
         action="store_true",
         help="record the hardware JPEG decoders' and SMs' utilisation of each run (nvidia-smi)",
@@ -158,6 +163,9 @@ def main() -> None:
     a = p.parse_args()
     systems = [s.split(":", 1) if ":" in s else [s, ""] for s in a.systems.split(";") if s]
     names = [n for n, _ in systems]
+    base = a.baseline or ("dali" if "dali" in names else names[0])
+    if base not in names:
+        p.error(f"--baseline {base!r} is not one of the systems: {', '.join(names)}")
     configs = [c.split(":") for c in a.configs.split(",") if c]
     results: dict[str, dict[str, Any]] = {f"{pr}:{t}": {n: [] for n in names} for pr, t in configs}
     for r in range(a.rounds):
@@ -171,13 +179,13 @@ def main() -> None:
                 record = {"args": vars(a), "nproc": os.cpu_count(), "results": results}
                 with open(a.json, "w") as f:
                     json.dump(record, f, indent=1)
-    print(f"\n{'config':10} {'system':10} {'img/s':>8} {'/DALI':>6} {'per-round':28} "
+    print(f"\n{'config':10} {'system':10} {'img/s':>8} {'/' + base:>6} {'per-round':28} "
           f"{'GPU MB':>7} {'CPU ms/img':>10}" + (f" {'NVJPG %':>7}" if a.dmon else ""))  # fmt: skip
     for key, runs in results.items():
-        dali = [x["img_s"] for x in runs.get("dali", [])]
+        anchor = [x["img_s"] for x in runs[base]]
         for name in names:
             rates = [x["img_s"] for x in runs[name]]
-            ratios = [c / d for c, d in zip(rates, dali) if c and d]
+            ratios = [c / d for c, d in zip(rates, anchor) if c and d]
             print(
                 f"{key:10} {name:10} {_median(rates):8.0f} {_median(ratios):6.2f} "
                 f"{' '.join(f'{q:.2f}' for q in ratios):28} "

@@ -64,6 +64,11 @@ def test_a_cpu_round_writes_each_systems_measurements(tmp_path):
         assert one["img_s"] > 0 and one["cpu_ms_per_img"] > 0, one
         assert "jpg_pct" not in one
     assert "NVJPG %" in done.stdout and "chute+l1" in done.stdout
+    # without DALI the ratios are to the first system: its own row reads 1.00
+    table = done.stdout[done.stdout.index("per-round") :].splitlines()
+    assert "/chute" in done.stdout[: done.stdout.index("per-round")].splitlines()[-1]
+    (own,) = [row for row in table if row.split()[1:2] == ["chute"]]
+    assert own.split()[3] == "1.00", own
 
 
 def test_spy_summary_shares_by_thread_leaf_and_function(tmp_path, capsys):
