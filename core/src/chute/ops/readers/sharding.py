@@ -194,16 +194,16 @@ class ShardedSource:
         """The next batch's slots and meta (``source_info(index)`` names each sample)."""
         slots = self.plan.batch(self.epoch, self.batch_index)
         last = self.batch_index + 1 >= self.plan.batches_per_epoch
+        epoch = self.epoch
         meta = [
             {
                 "error": None,
                 "source_info": source_info(slot.index),
                 "index": slot.index,
                 "real": slot.real,
-                "epoch": self.epoch,
+                "epoch": epoch,
                 # a filler repeats a sample of this epoch: its own stream, not the sample's
-                "sample_key": (slot.index, self.epoch | (slot.filler << 32)),
-                "epoch_end": last,
+                "sample_key": (slot.index, epoch | (slot.filler << 32)),
             }
             for slot in slots
         ]
