@@ -32,30 +32,34 @@ __all__ = [
 ]
 
 
-def codec_options(
-    fancy_upsampling: bool,
-    options: str = "",
-    *,
-    hybrid_huffman_threshold: int | None = None,
-    **preallocate: int,
-) -> str:
+# the decoder settings codec_options writes, in the order it writes them, with the
+# nvImageCodec plugin each is for
+_PLUGIN_OPTIONS = {
+    "preallocate_batch_size": "nvjpeg_hw_decoder",
+    "preallocate_width_hint": "nvjpeg_hw_decoder",
+    "preallocate_height_hint": "nvjpeg_hw_decoder",
+    "hybrid_huffman_threshold": "nvjpeg_cuda_decoder",
+}
+
+
+def codec_options(fancy_upsampling: bool, options: str = "", **settings: int | None) -> str:
     """nvImageCodec's options string for a BatchDecoder's decoders: chroma upsampling, the
-    CUDA decoder's ``hybrid_huffman_threshold`` (None: nvImageCodec's), the hardware
-    decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
-    ``preallocate_height_hint``; 0 leaves one out) and the caller's ``options`` last."""
-    values = dict(preallocate, hybrid_huffman_threshold=hybrid_huffman_threshold)
-    for name, value in values.items():
-        if name != "hybrid_huffman_threshold" and not name.startswith("preallocate_"):
-            raise TypeError(f"unknown decoder option {name!r}")
-        if value is None and name == "hybrid_huffman_threshold":
+    hardware decoder's pre-allocation (``preallocate_batch_size``, ``preallocate_width_hint``,
+    ``preallocate_height_hint``; 0 leaves one out), the CUDA decoder's
+    ``hybrid_huffman_threshold`` (None: nvImageCodec's) and the caller's ``options`` last."""
+    unknown = settings.keys() - _PLUGIN_OPTIONS.keys()
+    if unknown:
+        raise TypeError(f"unknown decoder option {sorted(unknown)[0]!r}")
+    parts = [":fancy_upsampling=1"] if fancy_upsampling else []
+    for name, plugin in _PLUGIN_OPTIONS.items():
+        value = settings.get(name)
+        if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be an int >= 0; got {value!r}")
-    parts = [":fancy_upsampling=1" if fancy_upsampling else ""]
-    parts += [f"nvjpeg_hw_decoder:{k}={v}" for k, v in preallocate.items() if v]
-    if hybrid_huffman_threshold is not None:
-        parts.append(f"nvjpeg_cuda_decoder:hybrid_huffman_threshold={hybrid_huffman_threshold}")
-    return " ".join(x for x in (*parts, options) if x)
+        if value or name == "hybrid_huffman_threshold":  # a threshold of 0 means something
+            parts.append(f"{plugin}:{name}={value}")
+    return " ".join([*parts, options] if options else parts)
 
 
 DEVICE_PADDING = 16 << 20  # DALI's device_memory_padding default
